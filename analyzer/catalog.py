@@ -1,0 +1,177 @@
+"""SGLang's flag catalog: what the server's argument parser really accepts.
+
+The catalog is generated from SGLang's own parser (see analyzer/catalog_build.py)
+and shipped as JSON, so every flag that advice names is one that exists. The
+lookups here mirror argparse: aliases share one option, and unambiguous
+prefixes of a long option are silently expanded.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+CATALOG_PACKAGE = "analyzer.catalogs"
+
+
+class CatalogError(Exception):
+    """A catalog that cannot be found or read."""
+
+
+@dataclass(frozen=True)
+class FlagSpec:
+    """One argparse option of SGLang's server."""
+
+    option_strings: tuple[str, ...]
+    dest: str
+    type: str | None
+    choices: tuple[Any, ...] | None
+    default: Any
+    nargs: Any
+    required: bool
+    action: str
+    help: str
+
+    @property
+    def long(self) -> str:
+        """The canonical spelling: the first long option string."""
+        return next((o for o in self.option_strings if o.startswith("--")), self.option_strings[0])
+
+    @property
+    def takes_value(self) -> bool:
+        return self.action not in ("store_true", "store_false", "store_const", "count", "help")
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """How argparse would read a typed flag: exact, alias, prefix, ambiguous or unknown."""
+
+    typed: str
+    kind: str
+    spec: FlagSpec | None = None
+    candidates: tuple[str, ...] = ()
+
+
+class FlagCatalog:
+    """Lookups over one SGLang version's options."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.version: str = data.get("sglang_version", "unknown")
+        self.allow_abbrev: bool = bool(data.get("allow_abbrev", True))
+        self.specs = tuple(_spec(o) for o in data["options"])
+        self._by_option = {o: s for s in self.specs for o in s.option_strings}
+        self._by_dest = {s.dest: s for s in self.specs}
+        self._long_options = sorted(o for o in self._by_option if o.startswith("--"))
+
+    def resolve(self, typed: str) -> Resolution:
+        """Resolve a typed flag (`--tp`, `--tensor-parallel-size`) the way argparse does."""
+        flag = typed.split("=", 1)[0]
+        spec = self._by_option.get(flag)
+        if spec is not None:
+            return Resolution(typed, "exact" if flag == spec.long else "alias", spec)
+        if self.allow_abbrev and flag.startswith("--") and len(flag) > 2:
+            matches = [o for o in self._long_options if o.startswith(flag)]
+            owners = {self._by_option[o].dest for o in matches}
+            if len(owners) == 1:
+                return Resolution(typed, "prefix", self._by_option[matches[0]], tuple(matches))
+            if len(owners) > 1:
+                return Resolution(typed, "ambiguous", None, tuple(matches))
+        return Resolution(typed, "unknown")
+
+    def canonical(self, typed: str) -> str | None:
+        """SGLang's long option for a typed flag, or None if argparse would reject it."""
+        spec = self.resolve(typed).spec
+        return spec.long if spec else None
+
+    def spec(self, flag: str) -> FlagSpec | None:
+        return self.resolve(flag).spec
+
+    def by_dest(self, dest: str) -> FlagSpec | None:
+        """The option for a ServerArgs field name such as `speculative_eagle_topk`."""
+        return self._by_dest.get(dest)
+
+    def takes_value(self, typed: str) -> bool | None:
+        spec = self.spec(typed)
+        return spec.takes_value if spec else None
+
+    def check_value(self, flag: str, value: str | None) -> str | None:
+        """Why argparse would reject `value` for `flag`, or None when it accepts it."""
+        spec = self.spec(flag)
+        if spec is None:
+            return f"{flag} is not an option of sglang {self.version}"
+        if not spec.takes_value:
+            return f"{spec.long} takes no value" if value is not None else None
+        if value is None:
+            return f"{spec.long} expects a value"
+        if spec.type in ("int", "float"):
+            try:
+                (int if spec.type == "int" else float)(value)
+            except ValueError:
+                return f"{spec.long} expects {spec.type}, got {value!r}"
+        if spec.choices and not _in_choices(value, spec):
+            return f"{spec.long} must be one of {', '.join(map(str, spec.choices))}"
+        return None
+
+    def similar(self, typed: str, limit: int = 3) -> list[tuple[str, float]]:
+        """Closest long options by name, scored 0..1, best first."""
+        words = _words(typed)
+        scored = []
+        for option in self._long_options:
+            score = difflib.SequenceMatcher(None, typed.lstrip("-"), option[2:]).ratio()
+            overlap = len(words & _words(option)) / max(len(words | _words(option)), 1)
+            scored.append((option, round(max(score, (score + overlap) / 2 + overlap / 4), 3)))
+        scored.sort(key=lambda item: (-item[1], item[0]))
+        return scored[:limit]
+
+
+def _in_choices(value: str, spec: FlagSpec) -> bool:
+    converters = {"int": int, "float": float}
+    try:
+        typed = converters.get(spec.type or "", str)(value)
+    except ValueError:
+        return False
+    return typed in spec.choices or value in map(str, spec.choices or ())
+
+
+def _words(flag: str) -> set[str]:
+    return {w for w in re.split(r"[-_]+", flag.lower()) if w}
+
+
+def _spec(option: dict[str, Any]) -> FlagSpec:
+    choices = option.get("choices")
+    return FlagSpec(
+        option_strings=tuple(option["option_strings"]),
+        dest=option["dest"],
+        type=option.get("type"),
+        choices=tuple(choices) if choices is not None else None,
+        default=option.get("default"),
+        nargs=option.get("nargs"),
+        required=bool(option.get("required", False)),
+        action=option.get("action", "store"),
+        help=option.get("help") or "",
+    )
+
+
+def shipped_versions() -> list[str]:
+    """Versions of the catalogs shipped in the package, oldest first."""
+    names = [p.name for p in resources.files(CATALOG_PACKAGE).iterdir()]
+    versions = [n[len("sglang-") : -len(".json")] for n in names if n.startswith("sglang-")]
+    return sorted(versions, key=lambda v: tuple(int(p) if p.isdigit() else 0 for p in v.split(".")))
+
+
+@cache
+def load_catalog(version: str | None = None) -> FlagCatalog:
+    """The shipped catalog of `version`, or of the newest shipped SGLang."""
+    versions = shipped_versions()
+    if not versions:
+        raise CatalogError("no flag catalog is shipped in this package")
+    chosen = version or versions[-1]
+    if chosen not in versions:
+        raise CatalogError(f"no catalog for sglang {chosen} (shipped: {', '.join(versions)})")
+    text = resources.files(CATALOG_PACKAGE).joinpath(f"sglang-{chosen}.json").read_text("utf-8")
+    return FlagCatalog(json.loads(text))

@@ -1,0 +1,1 @@
+"""Generated SGLang flag catalogs (JSON), one per release; see analyzer/catalog_build.py."""

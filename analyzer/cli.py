@@ -1,0 +1,181 @@
+"""The `loganalyze` command line.
+
+`loganalyze FILE...` analyzes; `loganalyze rules`, `loganalyze catalog build`
+are subcommands. Exit codes: 0 no incident, 1 incident found, 2 bad usage or
+unreadable input, 3 an internal error (with --debug, its traceback).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from analyzer.catalog import CatalogError
+from analyzer.output import OutputError, write_atomically
+from analyzer.read import InputError
+from analyzer.rulebook import RuleError
+
+SUBCOMMANDS = ("analyze", "rules", "catalog")
+EXIT_USAGE = 2
+EXIT_INTERNAL = 3
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None)
+catalog_app = typer.Typer(add_completion=False, no_args_is_help=True)
+app.add_typer(catalog_app, name="catalog", help="Build or inspect SGLang flag catalogs.")
+
+
+class Format(str, Enum):
+    terminal = "terminal"
+    plain = "plain"
+    json = "json"
+
+
+def fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
+    typer.echo(f"loganalyze: error: {message}", err=True)
+    return typer.Exit(code)
+
+
+@app.command()
+def analyze(
+    paths: Annotated[
+        list[str], typer.Argument(help="Log files, folders, .gz files, or - for stdin.")
+    ],
+    format: Annotated[
+        Format, typer.Option("--format", "-f", help="Report format.")
+    ] = Format.terminal,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write the report here.")
+    ] = None,
+    rules: Annotated[list[str] | None, typer.Option("--rules", help="Extra rule folder.")] = None,
+    command: Annotated[
+        str | None, typer.Option("--command", help="The launch command used.")
+    ] = None,
+    command_file: Annotated[Path | None, typer.Option("--command-file")] = None,
+    sglang_version: Annotated[str | None, typer.Option("--sglang-version")] = None,
+    no_redact: Annotated[
+        bool, typer.Option("--no-redact", help="Keep secrets in the report.")
+    ] = False,
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show tracebacks of internal errors.")
+    ] = False,
+) -> None:
+    """Analyze SGLang logs: what failed, which flag, and the corrected command."""
+    from analyzer.pipeline import Options
+    from analyzer.pipeline import analyze as run
+
+    try:
+        launch = _command_text(command, command_file)
+        options = Options(rules or [], launch, sglang_version, not no_redact)
+        report = run(paths, options)
+        _emit(report, format, output, paths)
+    except (InputError, RuleError, CatalogError, OutputError) as exc:
+        raise fail(str(exc)) from None
+    except Exception as exc:  # noqa: BLE001 - the promise is: never a traceback
+        if debug:
+            raise
+        raise fail(f"internal error: {exc!r} (rerun with --debug)", EXIT_INTERNAL) from None
+    raise typer.Exit(1 if report.incidents else 0)
+
+
+def _command_text(command: str | None, command_file: Path | None) -> str | None:
+    if command_file is None:
+        return command
+    try:
+        return command_file.read_text("utf-8", errors="replace")
+    except OSError as exc:
+        raise InputError(f"{command_file}: cannot read ({exc.strerror or exc})") from None
+
+
+def _emit(report, format: Format, output: Path | None, inputs: list[str]) -> None:
+    if format is Format.json:
+        from analyzer.formats.json_report import render_json
+
+        _write(render_json(report), output, inputs)
+        return
+    from analyzer.formats.terminal import render_plain, render_rich
+
+    if format is Format.terminal and output is None and _colour_wanted():
+        from rich.console import Console
+
+        render_rich(report, Console(highlight=False, soft_wrap=False))
+        return
+    _write(render_plain(report), output, inputs)
+
+
+def _colour_wanted() -> bool:
+    return sys.stdout.isatty() and "NO_COLOR" not in os.environ
+
+
+def _write(text: str, output: Path | None, inputs: list[str]) -> None:
+    if output is None:
+        sys.stdout.write(text)
+        return
+    write_atomically(output, text, inputs)
+
+
+@app.command("rules")
+def list_rules(
+    markdown: Annotated[bool, typer.Option("--markdown", help="As the README's table.")] = False,
+    rules: Annotated[list[str] | None, typer.Option("--rules", help="Extra rule folder.")] = None,
+) -> None:
+    """List every rule: id, class, severity, and what it detects."""
+    from analyzer.rulebook import load_rules
+    from analyzer.ruledocs import rules_markdown, rules_text
+
+    try:
+        loaded = load_rules(rules or [])
+    except RuleError as exc:
+        raise fail(str(exc)) from None
+    sys.stdout.write(rules_markdown(loaded) if markdown else rules_text(loaded))
+
+
+@catalog_app.command("build")
+def catalog_build(
+    output: Annotated[Path, typer.Option("--output", "-o", help="Where to write the JSON.")],
+) -> None:
+    """Build a flag catalog from the installed SGLang's own argument parser."""
+    try:
+        from analyzer.catalog_build import write_catalog
+    except ImportError as exc:
+        raise fail(f"cannot build a catalog: {exc}") from None
+    try:
+        write_catalog(str(output))
+    except ImportError as exc:
+        raise fail(f"sglang is not importable here ({exc}); install loganalyze[sglang]") from None
+    typer.echo(f"wrote {output}")
+
+
+@catalog_app.command("show")
+def catalog_show(
+    flag: Annotated[str, typer.Argument(help="A flag as typed, e.g. --tp")],
+    sglang_version: Annotated[str | None, typer.Option("--sglang-version")] = None,
+) -> None:
+    """How SGLang reads a flag: exact, alias, expanded prefix, ambiguous or unknown."""
+    from analyzer.catalog import load_catalog
+
+    try:
+        catalog = load_catalog(sglang_version)
+    except CatalogError as exc:
+        raise fail(str(exc)) from None
+    resolution = catalog.resolve(flag)
+    if resolution.spec is None:
+        extra = f": {', '.join(resolution.candidates)}" if resolution.candidates else ""
+        typer.echo(f"{flag}: {resolution.kind} in sglang {catalog.version}{extra}")
+        raise typer.Exit(1)
+    spec = resolution.spec
+    typer.echo(f"{flag}: {resolution.kind} -> {spec.long} (dest {spec.dest}, {spec.action})")
+    if spec.help:
+        typer.echo(f"  {spec.help}")
+
+
+def main() -> None:
+    """Entry point: a first argument that is not a subcommand means `analyze`."""
+    argv = sys.argv[1:]
+    if argv and argv[0] not in SUBCOMMANDS and argv[0] not in ("--help", "-h"):
+        argv = ["analyze", *argv]
+    app(args=argv, prog_name="loganalyze")

@@ -1,0 +1,126 @@
+"""Stage 5: propose a corrected launch command for each finding.
+
+The command comes, in order, from the user (`--command`), from a launch line
+found in the input, or is rebuilt from the `server_args` record. A rule's named
+fix proposes edits; they are applied to the parsed command and the result is
+checked against the flag catalog. A command that fails the check is not offered.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from typing import Any
+
+from analyzer.catalog import FlagCatalog
+from analyzer.command import LaunchCommand, parse_launch_command
+from analyzer.fixes import FIXES, FixContext
+from analyzer.model import Finding, Line
+from analyzer.rulebook import Rule
+
+RECONSTRUCTED_ENTRY = "python -m sglang.launch_server"
+
+
+@dataclass
+class CommandChoice:
+    """The launch command an incident is judged against, and where it came from."""
+
+    command: LaunchCommand
+    source: str
+
+
+@dataclass
+class Proposal:
+    """A finding's corrected command (or why there is none)."""
+
+    corrected: str | None
+    edits: list
+    notes: list[str]
+
+
+def choose_command(
+    user_command: str | None,
+    log_commands: list[Line],
+    server_args: dict[str, Any] | None,
+    catalog: FlagCatalog,
+    before_line: int | None = None,
+    source_kind: str = "log",
+) -> CommandChoice | None:
+    """The best available launch command for an incident at `before_line`."""
+    if user_command:
+        parsed = parse_launch_command(user_command, catalog.takes_value)
+        if parsed:
+            return CommandChoice(parsed, "user")
+    for line in reversed(log_commands):
+        if before_line is not None and line.number > before_line:
+            continue
+        parsed = parse_launch_command(line.body, catalog.takes_value)
+        if parsed:
+            return CommandChoice(parsed, source_kind)
+    if server_args:
+        text = reconstruct_command(server_args, catalog)
+        parsed = parse_launch_command(text, catalog.takes_value)
+        if parsed:
+            return CommandChoice(parsed, "reconstructed")
+    return None
+
+
+def reconstruct_command(server_args: dict[str, Any], catalog: FlagCatalog) -> str:
+    """Rebuild a launch command from ServerArgs: every non-default value becomes a flag."""
+    parts = [RECONSTRUCTED_ENTRY]
+    for dest in sorted(server_args):
+        spec = catalog.by_dest(dest)
+        value = server_args[dest]
+        if spec is None or value is None or value == spec.default:
+            continue
+        if spec.action == "store_true":
+            if value is True:
+                parts.append(spec.long)
+            continue
+        if spec.action == "store_false" or isinstance(value, (dict, bool)) and spec.type != "str":
+            continue
+        values = value if isinstance(value, list) else [value]
+        parts.append(spec.long)
+        parts.extend(shlex.quote(str(v)) for v in values)
+    return " ".join(parts)
+
+
+def propose(
+    finding: Finding,
+    rule: Rule,
+    choice: CommandChoice | None,
+    catalog: FlagCatalog,
+    server_args: dict[str, Any] | None,
+) -> Proposal:
+    """Run the rule's fix on the command, apply its edits and validate the result."""
+    if not rule.fix or choice is None:
+        return Proposal(None, [], [])
+    plan = FIXES[rule.fix](finding, FixContext(choice.command, catalog, server_args))
+    if not plan.edits:
+        return Proposal(None, [], plan.notes)
+    corrected = choice.command.apply(plan.edits, catalog.canonical)
+    problems = validate(corrected, catalog)
+    if problems:
+        note = "no corrected command offered: " + "; ".join(problems)
+        return Proposal(None, plan.edits, [*plan.notes, note])
+    return Proposal(corrected.render(), plan.edits, plan.notes)
+
+
+def validate(command: LaunchCommand, catalog: FlagCatalog) -> list[str]:
+    """What SGLang's parser would reject: unknown or ambiguous flags, bad values, duplicates."""
+    problems: list[str] = []
+    seen: set[str] = set()
+    for argument in command.arguments:
+        resolution = catalog.resolve(argument.flag)
+        if resolution.spec is None:
+            kind = "ambiguous" if resolution.kind == "ambiguous" else "unknown"
+            problems.append(f"{argument.flag} is {kind} in sglang {catalog.version}")
+            continue
+        problem = catalog.check_value(argument.flag, argument.value)
+        if problem:
+            problems.append(problem)
+        long = resolution.spec.long
+        if long in seen and resolution.spec.action != "append":
+            problems.append(f"{long} is given twice")
+        seen.add(long)
+    return problems

@@ -1,0 +1,63 @@
+"""The JSON report: the machine format of record (schema documented in README).
+
+Same input, same bytes: no timestamps of our own, no absolute paths we did not
+receive, keys in a fixed order.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from analyzer.model import SCHEMA_VERSION, Incident, Line, Report
+
+
+def report_dict(report: Report) -> dict[str, Any]:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "verdict": report.verdict,
+        "sglang_catalog": report.catalog_version,
+        "inputs": [
+            {"path": s.path, "kind": s.kind, "lines": s.lines, "notes": list(s.notes)}
+            for s in report.inputs
+        ],
+        "incidents": [_incident(i) for i in report.incidents],
+        "last_lines": [_line(ln) for ln in report.last_lines] if _wants_tail(report) else [],
+        "warnings": list(report.warnings),
+    }
+
+
+def _wants_tail(report: Report) -> bool:
+    return report.verdict in ("unknown",) or any(
+        i.rule_class == "silent_death" for i in report.incidents
+    )
+
+
+def _incident(incident: Incident) -> dict[str, Any]:
+    return {
+        "class": incident.rule_class,
+        "rule": incident.rule,
+        "title": incident.title,
+        "severity": incident.severity,
+        "source": incident.source,
+        "line": incident.line,
+        "ranks": list(incident.ranks),
+        "evidence": [_line(ln) for ln in incident.evidence],
+        "span": list(incident.span) if incident.span else None,
+        "offending_flags": list(incident.offending_flags),
+        "explanation": incident.explanation,
+        "advice": list(incident.advice),
+        "command": incident.command,
+        "command_source": incident.command_source,
+        "corrected_command": incident.corrected_command,
+        "edits": [e.as_json() for e in incident.edits],
+        "attempt": incident.attempt,
+    }
+
+
+def _line(line: Line) -> dict[str, Any]:
+    return {"source": line.source, "line": line.number, "text": line.text}
+
+
+def render_json(report: Report) -> str:
+    return json.dumps(report_dict(report), indent=2, ensure_ascii=False) + "\n"

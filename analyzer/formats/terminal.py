@@ -1,0 +1,185 @@
+"""The terminal report: rich panels on a TTY, plain text otherwise (pipes, NO_COLOR).
+
+Log text is always passed to rich as Text (never markup) and stripped of control
+characters, so a hostile log cannot style, move or clear the user's terminal.
+"""
+
+from __future__ import annotations
+
+import difflib
+
+import regex
+
+from analyzer.model import Incident, Line, Report
+
+CONTROL = regex.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+MAX_SHOWN = 400
+
+
+def clean(text: str) -> str:
+    """Printable text: control characters (escape sequences included) become `?`."""
+    text = CONTROL.sub("?", text)
+    return text if len(text) <= MAX_SHOWN else text[:MAX_SHOWN] + " …"
+
+
+def headline(report: Report) -> str:
+    count = len(report.incidents)
+    names = ", ".join(s.path for s in report.inputs) or "no input"
+    if report.verdict == "no incident":
+        return f"loganalyze: no incident in {names}"
+    plural = "incident" if count == 1 else "incidents"
+    return f"loganalyze: {count} {plural} in {names} — verdict: {report.verdict}"
+
+
+def token_diff(original: str, corrected: str) -> list[tuple[str, str]]:
+    """(tag, text) pieces of a word diff: tag is ' ', '-' or '+'."""
+    a, b = original.split(" "), corrected.split(" ")
+    pieces: list[tuple[str, str]] = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if op == "equal":
+            pieces.append((" ", " ".join(a[i1:i2])))
+            continue
+        if i2 > i1:
+            pieces.append(("-", " ".join(a[i1:i2])))
+        if j2 > j1:
+            pieces.append(("+", " ".join(b[j1:j2])))
+    return pieces
+
+
+def _edit_text(incident: Incident) -> list[str]:
+    out = []
+    for e in incident.edits:
+        if e.op == "rename":
+            out.append(f"rename {e.flag} -> {e.to}" + (f" {e.value}" if e.value else ""))
+        elif e.op == "remove":
+            out.append(f"remove {e.flag}")
+        else:
+            out.append(f"{e.op} {e.flag}" + (f" {e.value}" if e.value is not None else ""))
+    return out
+
+
+# ---- plain text -------------------------------------------------------------------------
+
+
+def render_plain(report: Report) -> str:
+    out = [headline(report)]
+    for index, incident in enumerate(report.incidents, start=1):
+        out.append("")
+        out.extend(_plain_incident(index, incident))
+    if report.verdict == "unknown" or not report.incidents:
+        out.extend(_plain_tail(report))
+    for warning in report.warnings:
+        out.append(f"note: {clean(warning)}")
+    return "\n".join(out) + "\n"
+
+
+def _plain_incident(index: int, incident: Incident) -> list[str]:
+    out = [f"[{index}] {incident.severity.upper()} {incident.rule_class}: {clean(incident.title)}"]
+    where = f"    at {incident.source}:{incident.line}"
+    if incident.ranks:
+        where += f"  ranks: {', '.join(incident.ranks)}"
+    out.append(where)
+    if incident.offending_flags:
+        out.append(f"    flags: {' '.join(incident.offending_flags)}")
+    out.append("    evidence:")
+    width = max(len(str(ln.number)) for ln in incident.evidence) if incident.evidence else 1
+    for line in incident.evidence:
+        out.append(f"      {line.number:>{width}} | {clean(line.text)}")
+        if line.number == incident.line and incident.span and incident.span[1] <= MAX_SHOWN:
+            start, end = incident.span
+            out.append(f"      {'':>{width}} | {' ' * start}{'^' * max(end - start, 1)}")
+    if incident.explanation:
+        out.append(f"    why: {clean(incident.explanation)}")
+    if incident.advice:
+        out.append("    advice:")
+        out.extend(f"      - {clean(a)}" for a in incident.advice)
+    out.extend(_plain_commands(incident))
+    return out
+
+
+def _plain_commands(incident: Incident) -> list[str]:
+    out = []
+    if incident.command:
+        out.append(f"    command ({incident.command_source}):")
+        out.append(f"      {clean(incident.command)}")
+    if incident.corrected_command:
+        out.append("    corrected command:")
+        out.append(f"      {clean(incident.corrected_command)}")
+        out.append(f"    edits: {'; '.join(_edit_text(incident))}")
+    return out
+
+
+def _plain_tail(report: Report) -> list[str]:
+    if not report.last_lines:
+        return []
+    out = ["", "last lines:"]
+    out.extend(f"  {ln.number:>6} | {clean(ln.text)}" for ln in report.last_lines[-15:])
+    return out
+
+
+# ---- rich ---------------------------------------------------------------------------------
+
+
+def render_rich(report: Report, console) -> None:
+    """Print the report with rich panels (imports rich lazily)."""
+    from rich.panel import Panel
+    from rich.text import Text
+
+    console.print(Text(headline(report), style="bold"))
+    for index, incident in enumerate(report.incidents, start=1):
+        style = {"fatal": "red", "error": "red", "warning": "yellow"}.get(incident.severity, "cyan")
+        title = Text(f"[{index}] {incident.severity.upper()} {incident.rule_class}", style=style)
+        console.print(
+            Panel(_rich_body(incident), title=title, title_align="left", border_style=style)
+        )
+    if report.verdict == "unknown" or not report.incidents:
+        for line in _plain_tail(report):
+            console.print(Text(line))
+    for warning in report.warnings:
+        console.print(Text(f"note: {clean(warning)}", style="dim"))
+
+
+def _rich_body(incident: Incident):
+    from rich.text import Text
+
+    body = Text()
+    body.append(clean(incident.title) + "\n", style="bold")
+    where = f"{incident.source}:{incident.line}"
+    body.append(where + (f"  ranks: {', '.join(incident.ranks)}" if incident.ranks else "") + "\n")
+    if incident.offending_flags:
+        body.append("flags: ", style="bold")
+        body.append(" ".join(incident.offending_flags) + "\n", style="magenta")
+    for line in incident.evidence:
+        body.append(f"{line.number:>6} │ ", style="dim")
+        body.append_text(_highlighted(line, incident))
+        body.append("\n")
+    if incident.explanation:
+        body.append("why: ", style="bold")
+        body.append(clean(incident.explanation) + "\n")
+    for advice in incident.advice:
+        body.append("• " + clean(advice) + "\n")
+    _rich_commands(body, incident)
+    body.rstrip()
+    return body
+
+
+def _highlighted(line: Line, incident: Incident):
+    from rich.text import Text
+
+    text = Text(clean(line.text))
+    if line.number == incident.line and incident.span and incident.span[1] <= MAX_SHOWN:
+        text.stylize("bold red", *incident.span)
+    return text
+
+
+def _rich_commands(body, incident: Incident) -> None:
+    if incident.command and not incident.corrected_command:
+        body.append(f"command ({incident.command_source}): ", style="bold")
+        body.append(clean(incident.command) + "\n")
+    if incident.command and incident.corrected_command:
+        body.append("corrected command:\n", style="bold green")
+        for tag, piece in token_diff(clean(incident.command), clean(incident.corrected_command)):
+            style = {"-": "red strike", "+": "bold green"}.get(tag, "")
+            body.append(piece + " ", style=style)
+        body.append("\n")
+        body.append(clean(incident.corrected_command) + "\n", style="green")

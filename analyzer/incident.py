@@ -1,0 +1,131 @@
+"""Stage 6: turn findings into the report's incidents, root cause first.
+
+The same failure printed by every TP rank becomes one incident listing the
+ranks. Rules marked `alone` (silent death) only report when nothing else in the
+same input did. A log with no match still gets an `unknown` incident when it
+shows a traceback, so the user always sees the last error.
+"""
+
+from __future__ import annotations
+
+from analyzer.model import (
+    Incident,
+    InputSummary,
+    Line,
+    Report,
+    ScannedLog,
+    severity_rank,
+)
+
+UNKNOWN_ADVICE = [
+    "No rule recognises this failure: read the last traceback and lines below.",
+    "If this is a recurring SGLang failure, add a rule with --rules DIR (see `loganalyze rules`).",
+]
+
+
+def merge_ranks(incidents: list[Incident]) -> list[Incident]:
+    """Collapse incidents of one rule with the same decisive text into one, listing ranks."""
+    merged: dict[tuple[str, str, str], Incident] = {}
+    for incident in incidents:
+        key = (incident.source, incident.rule, _decisive_text(incident))
+        kept = merged.get(key)
+        if kept is None:
+            merged[key] = incident
+            continue
+        kept.ranks = sorted(set(kept.ranks) | set(incident.ranks), key=_rank_order)
+    return list(merged.values())
+
+
+def _decisive_text(incident: Incident) -> str:
+    line = next((ln for ln in incident.evidence if ln.number == incident.line), None)
+    return line.body if line else incident.title
+
+
+def _rank_order(label: str) -> tuple:
+    return tuple(int(p) if p.isdigit() else p for p in _split_digits(label))
+
+
+def _split_digits(label: str) -> list[str]:
+    parts, current = [], ""
+    for ch in label:
+        if current and ch.isdigit() != current[-1].isdigit():
+            parts.append(current)
+            current = ""
+        current += ch
+    return [*parts, current] if current else parts
+
+
+def drop_redundant(incidents: list[Incident], alone_rules: set[str]) -> list[Incident]:
+    """Keep one incident per decisive line (the first, i.e. the highest priority once
+    ordered), and drop `alone` incidents from inputs that have any other incident."""
+    sources_with_cause = {i.source for i in incidents if i.rule not in alone_rules}
+    kept: list[Incident] = []
+    seen: set[tuple[str, int]] = set()
+    for incident in incidents:
+        if incident.rule in alone_rules and incident.source in sources_with_cause:
+            continue
+        key = (incident.source, incident.line)
+        if key in seen:
+            continue
+        seen.add(key)
+        kept.append(incident)
+    return kept
+
+
+def order(
+    incidents: list[Incident], priorities: dict[str, int], sources: list[str]
+) -> list[Incident]:
+    """Root cause first: rule priority, then severity, then input order and line."""
+    position = {s: i for i, s in enumerate(sources)}
+    return sorted(
+        incidents,
+        key=lambda i: (
+            -priorities.get(i.rule, 50),
+            severity_rank(i.severity),
+            position.get(i.source, len(position)),
+            i.line,
+            i.rule,
+        ),
+    )
+
+
+def fallback_incident(log: ScannedLog) -> Incident | None:
+    """An `unknown` incident for a log whose last traceback no rule explains."""
+    if not log.tracebacks:
+        return None
+    traceback = log.tracebacks[-1]
+    exception = traceback.exception_line
+    evidence = [traceback.first, *traceback.lines[-4:]]
+    unique = {ln.number: ln for ln in evidence}
+    return Incident(
+        rule_class="unknown",
+        rule="unknown",
+        title=f"Unrecognised failure: {traceback.exception_type}",
+        severity="error",
+        source=log.summary.path,
+        line=exception.number,
+        ranks=[traceback.first.rank_label] if traceback.first.rank_label else [],
+        evidence=[unique[n] for n in sorted(unique)],
+        span=None,
+        offending_flags=[],
+        explanation=f"{traceback.exception_type}: {traceback.exception_message}".strip(": "),
+        advice=list(UNKNOWN_ADVICE),
+    )
+
+
+def verdict(incidents: list[Incident]) -> str:
+    if not incidents:
+        return "no incident"
+    if all(i.rule_class == "unknown" for i in incidents):
+        return "unknown"
+    return incidents[0].rule_class
+
+
+def build_report(
+    inputs: list[InputSummary],
+    incidents: list[Incident],
+    last_lines: list[Line],
+    warnings: list[str],
+    catalog_version: str,
+) -> Report:
+    return Report(inputs, incidents, verdict(incidents), last_lines, warnings, catalog_version)

@@ -1,0 +1,79 @@
+"""Stage 4: link each match to SGLang's flags and fill in the rule's text.
+
+Flags come from the rule (fixed) or from a named group (argparse's leftovers,
+a failing assert's source line). Typed names, aliases, prefixes and ServerArgs
+field names all become SGLang's canonical long option via the catalog; a flag
+the catalog does not know (an unrecognized one) is kept as the user typed it.
+"""
+
+from __future__ import annotations
+
+import string
+
+import regex
+
+from analyzer.catalog import FlagCatalog
+from analyzer.model import Finding, Match
+from analyzer.rulebook import Advice, Rule
+
+TOKEN = regex.compile(r"--?[A-Za-z][\w-]*|\b[a-z]+(?:_[a-z0-9]+)+\b")
+
+
+def link(match: Match, rule: Rule, catalog: FlagCatalog) -> Finding:
+    """Turn a match into a Finding with canonical flags and filled-in text."""
+    groups = match.groups
+    return Finding(
+        match=match,
+        rule_class=rule.rule_class,
+        title=_fill(rule.title, groups),
+        severity=rule.severity,
+        flags=linked_flags(rule, groups, catalog),
+        explanation=_fill(rule.explanation, groups),
+        advice=[_fill(a.text, groups) for a in rule.advice if _applies(a, groups)],
+        priority=rule.priority,
+    )
+
+
+def linked_flags(rule: Rule, groups: dict[str, str], catalog: FlagCatalog) -> list[str]:
+    """The rule's fixed flags, then those named in its flags group, canonical and unique."""
+    names = list(rule.flags)
+    if rule.flags_group:
+        names.extend(TOKEN.findall(groups.get(rule.flags_group, "")))
+    flags: list[str] = []
+    for name in names:
+        flag = canonical_flag(name, catalog)
+        if flag and flag not in flags:
+            flags.append(flag)
+    return flags
+
+
+def canonical_flag(name: str, catalog: FlagCatalog) -> str | None:
+    """`--tp` -> `--tp-size`, `speculative_eagle_topk` -> `--speculative-eagle-topk`.
+
+    Unknown dashed names are returned as typed; unknown bare words are dropped
+    (they were prose, not flags).
+    """
+    if name.startswith("-"):
+        return catalog.canonical(name) or name.split("=", 1)[0]
+    spec = catalog.by_dest(name)
+    return spec.long if spec else None
+
+
+def _applies(advice: Advice, groups: dict[str, str]) -> bool:
+    if advice.when is None:
+        return True
+    value = groups.get(advice.when, "")
+    return bool(value) and (advice.is_ is None or value == advice.is_)
+
+
+class _Blank(dict):
+    def __missing__(self, key: str) -> str:
+        return ""
+
+
+def _fill(text: str, groups: dict[str, str]) -> str:
+    """Fill `{group}` placeholders; a missing group becomes empty text."""
+    try:
+        return string.Formatter().vformat(text, (), _Blank(groups)).strip()
+    except (ValueError, IndexError):
+        return text

@@ -1,0 +1,195 @@
+"""The plain data that flows between the pipeline stages.
+
+read -> scan -> match -> link -> fix -> incident -> render. Each stage takes the
+dataclasses of the one before it and returns its own; nothing here parses text,
+so renderers never re-read a log.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+SEVERITIES = ("fatal", "error", "warning", "info")
+
+
+def severity_rank(severity: str) -> int:
+    """0 for the most severe; unknown severities sort last."""
+    return SEVERITIES.index(severity) if severity in SEVERITIES else len(SEVERITIES)
+
+
+@dataclass(frozen=True)
+class Line:
+    """One input line, 1-based, ANSI stripped, with SGLang's prefix split off.
+
+    `text` is the whole line as the user saw it (minus colour codes);
+    `body` is what follows the `[time DPn TPn]` / Ray-actor prefix.
+    """
+
+    source: str
+    number: int
+    text: str
+    body: str
+    timestamp: str | None = None
+    ranks: tuple[tuple[str, int], ...] = ()
+    actor: str | None = None
+
+    @property
+    def rank_label(self) -> str | None:
+        """'TP3' / 'DP1 TP3' or the Ray actor; None for unprefixed lines."""
+        if self.ranks:
+            return " ".join(f"{k}{v}" for k, v in self.ranks)
+        return self.actor
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One `File "...", line N, in func` frame and the source line printed under it."""
+
+    file: str
+    lineno: int
+    function: str
+    code: str = ""
+
+
+@dataclass(frozen=True)
+class Traceback:
+    """A Python traceback, chained ones included (`chain` holds the earlier causes)."""
+
+    lines: tuple[Line, ...]
+    frames: tuple[Frame, ...]
+    exception_type: str
+    exception_message: str
+    chain: tuple[Traceback, ...] = ()
+
+    @property
+    def first(self) -> Line:
+        return self.lines[0]
+
+    @property
+    def exception_line(self) -> Line:
+        """The `Type: message` line that ends the traceback."""
+        for line in reversed(self.lines):
+            if line.body.startswith(self.exception_type):
+                return line
+        return self.lines[-1]
+
+    @property
+    def last_frame(self) -> Frame | None:
+        return self.frames[-1] if self.frames else None
+
+
+@dataclass(frozen=True)
+class UsageDump:
+    """argparse's `usage: ...` block and the `prog: error: ...` line after it."""
+
+    first: Line
+    error: Line | None
+    length: int
+
+
+@dataclass
+class InputSummary:
+    """What was read from one input, for the JSON `inputs` list."""
+
+    path: str
+    kind: str = "sglang_log"
+    lines: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ScannedLog:
+    """Everything the scanner kept from one input: bounded, never the whole file."""
+
+    summary: InputSummary
+    candidates: list[Line] = field(default_factory=list)
+    tracebacks: list[Traceback] = field(default_factory=list)
+    usage_dumps: list[UsageDump] = field(default_factory=list)
+    server_args: dict[str, Any] | None = None
+    server_args_line: Line | None = None
+    commands: list[Line] = field(default_factory=list)
+    tail: list[Line] = field(default_factory=list)
+    context: dict[int, list[Line]] = field(default_factory=dict)
+    phases: list[tuple[int, str]] = field(default_factory=list)
+    startup_began: bool = False
+    ready: Line | None = None
+    exit_status: str | None = None
+
+
+@dataclass(frozen=True)
+class Match:
+    """A rule that fired: where, on what, with which named groups."""
+
+    rule_id: str
+    line: Line
+    span: tuple[int, int] | None
+    groups: dict[str, str]
+    evidence: tuple[Line, ...]
+    ranks: tuple[str, ...] = ()
+    traceback: Traceback | None = None
+
+
+@dataclass(frozen=True)
+class Edit:
+    """One change to a launch command: rename|set|add|remove a flag."""
+
+    op: str
+    flag: str
+    to: str | None = None
+    value: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {"op": self.op, "flag": self.flag, "to": self.to, "value": self.value}
+
+
+@dataclass
+class Finding:
+    """A match after its flags are linked and its explanation is filled in."""
+
+    match: Match
+    rule_class: str
+    title: str
+    severity: str
+    flags: list[str]
+    explanation: str
+    advice: list[str]
+    edits: list[Edit] = field(default_factory=list)
+    priority: int = 50
+
+
+@dataclass
+class Incident:
+    """One entry of the report: a finding with its command and corrected command."""
+
+    rule_class: str
+    rule: str
+    title: str
+    severity: str
+    source: str
+    line: int
+    ranks: list[str]
+    evidence: list[Line]
+    span: tuple[int, int] | None
+    offending_flags: list[str]
+    explanation: str
+    advice: list[str]
+    command: str | None = None
+    command_source: str | None = None
+    corrected_command: str | None = None
+    edits: list[Edit] = field(default_factory=list)
+    attempt: int | None = None
+
+
+@dataclass
+class Report:
+    """The whole analysis: inputs, incidents root cause first, and the fallback view."""
+
+    inputs: list[InputSummary]
+    incidents: list[Incident]
+    verdict: str
+    last_lines: list[Line] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    catalog_version: str | None = None

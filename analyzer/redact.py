@@ -1,0 +1,82 @@
+"""Secrets out of reports: tokens, API keys and URL passwords become `***`.
+
+Applied once to the finished Report, so every format is redacted alike
+(`--no-redact` skips it). Only the report changes; inputs are never touched.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import regex
+
+from analyzer.model import Edit, Incident, InputSummary, Line, Report
+
+MASK = "***"
+SECRET_PATTERNS = (
+    regex.compile(r"\bhf_[A-Za-z0-9]{16,}"),
+    regex.compile(r"\bsk-[A-Za-z0-9_\-]{16,}"),
+    regex.compile(r"(?i)(?<=\bBearer\s)[A-Za-z0-9._~+/\-]+=*"),
+    regex.compile(r"(?<=--(?:[\w-]*-)?api-key(?:=|\s+))(?:'[^']*'|\"[^\"]*\"|\S+)"),
+    regex.compile(r"(?<=://[^/\s:@]+:)[^@\s/]+(?=@)"),
+    regex.compile(
+        r"(?i)(?<=\b[A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD|API_KEY|ACCESS_KEY)[A-Z0-9_]*=)"
+        r"(?:'[^']*'|\"[^\"]*\"|\S+)"
+    ),
+    regex.compile(r"(?i)(?<=['\"]?(?:api_key|token|password)['\"]?\s*[:=]\s*)'[^']+'"),
+)
+
+
+def redact_text(text: str) -> str:
+    """Mask every secret in one string."""
+    for pattern in SECRET_PATTERNS:
+        text = pattern.sub(MASK, text)
+    return text
+
+
+def redact_report(report: Report) -> Report:
+    """A copy of the report with secrets masked in every string it will render."""
+    return dataclasses.replace(
+        report,
+        incidents=[_incident(i) for i in report.incidents],
+        last_lines=[_line(ln) for ln in report.last_lines],
+        inputs=[_summary(s) for s in report.inputs],
+        warnings=[redact_text(w) for w in report.warnings],
+    )
+
+
+def _line(line: Line) -> Line:
+    return dataclasses.replace(line, text=redact_text(line.text), body=redact_text(line.body))
+
+
+def _summary(summary: InputSummary) -> InputSummary:
+    return dataclasses.replace(summary, notes=[redact_text(n) for n in summary.notes])
+
+
+def _maybe(text: Any) -> Any:
+    return redact_text(text) if isinstance(text, str) else text
+
+
+def _incident(incident: Incident) -> Incident:
+    return dataclasses.replace(
+        incident,
+        evidence=[_line(ln) for ln in incident.evidence],
+        explanation=redact_text(incident.explanation),
+        advice=[redact_text(a) for a in incident.advice],
+        title=redact_text(incident.title),
+        command=_maybe(incident.command),
+        corrected_command=_maybe(incident.corrected_command),
+        edits=[Edit(e.op, e.flag, _maybe(e.to), _maybe(e.value)) for e in incident.edits],
+        span=_span_after(incident),
+    )
+
+
+def _span_after(incident: Incident) -> tuple[int, int] | None:
+    """Keep the highlight only where redaction did not change the line's length."""
+    if incident.span is None:
+        return None
+    line = next((ln for ln in incident.evidence if ln.number == incident.line), None)
+    if line is None or redact_text(line.text) != line.text:
+        return None
+    return incident.span

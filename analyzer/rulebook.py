@@ -1,0 +1,260 @@
+"""Rules as data: load and validate the TOML rule files.
+
+One file per rule. The vocabulary (documented in rules/README.md):
+
+    id, class, title, severity       what the incident is called
+    scope                            line | traceback | usage | log
+    triggers                         literals; a line rule only looks at lines holding one
+    patterns                         `regex` patterns with named groups (any may match);
+                                     group `hl`, if present, is the span highlighted
+    frame, code                      traceback scope: a frame's file/function, the failing line
+    requires                         context the log must have (see REQUIREMENTS)
+    flags, flags_group               flags involved, fixed or read from a named group
+    logic, fix                       names of one Python function each (rulelogic / fixes)
+    priority, alone                  root-cause order; report only when nothing else fired
+    explanation, advice              text; `{group}` placeholders are filled from the match;
+                                     an advice entry {text, when, is} shows only if group
+                                     `when` is non-empty (and equals `is`)
+    [doc] detects, why, fix          the rule's documentation
+    [[cases]] lines, fires           inline examples the generic test runner checks
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import regex
+
+from analyzer.model import SEVERITIES
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+SCOPES = ("line", "traceback", "usage", "log")
+REQUIREMENTS = ("startup", "not_ready", "ready", "no_traceback", "no_usage", "empty", "not_empty")
+KNOWN_KEYS = {
+    "id", "class", "title", "severity", "scope", "triggers", "patterns", "frame", "code",
+    "requires", "flags", "flags_group", "logic", "fix", "priority", "alone", "explanation",
+    "advice", "doc", "cases",
+}  # fmt: skip
+
+
+class RuleError(Exception):
+    """A malformed rule file: the message names the file, the rule id and what is wrong."""
+
+
+@dataclass(frozen=True)
+class RuleDoc:
+    detects: str
+    why: str
+    fix: str
+
+
+@dataclass(frozen=True)
+class RuleCase:
+    """An inline example: these lines, scanned as a log, must (not) fire the rule."""
+
+    lines: tuple[str, ...]
+    fires: bool
+
+
+@dataclass(frozen=True)
+class Advice:
+    """One advice line, shown only when group `when` is non-empty (or equals `is_`)."""
+
+    text: str
+    when: str | None = None
+    is_: str | None = None
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    rule_class: str
+    title: str
+    severity: str
+    scope: str
+    doc: RuleDoc
+    path: str
+    explanation: str = ""
+    advice: tuple[Advice, ...] = ()
+    triggers: tuple[str, ...] = ()
+    patterns: tuple[regex.Pattern, ...] = ()
+    frame: regex.Pattern | None = None
+    code: regex.Pattern | None = None
+    requires: tuple[str, ...] = ()
+    flags: tuple[str, ...] = ()
+    flags_group: str | None = None
+    logic: str | None = None
+    fix: str | None = None
+    priority: int = 50
+    alone: bool = False
+    cases: tuple[RuleCase, ...] = field(default=(), compare=False)
+
+
+def load_rules(extra_dirs: list[str] | None = None) -> list[Rule]:
+    """The shipped rules plus any user rule folders; ids must be unique."""
+    rules = [_load_text(p.read_text("utf-8"), f"rules/{p.name}") for p in _shipped_files()]
+    for directory in extra_dirs or []:
+        folder = Path(directory)
+        if not folder.is_dir():
+            raise RuleError(f"{directory}: --rules expects a folder of *.toml rule files")
+        for path in sorted(folder.glob("*.toml")):
+            rules.append(_load_text(_read(path), str(path)))
+    _check_unique(rules)
+    return rules
+
+
+def _shipped_files() -> list[Any]:
+    folder = resources.files("analyzer.rules")
+    return sorted((p for p in folder.iterdir() if p.name.endswith(".toml")), key=lambda p: p.name)
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RuleError(f"{path}: cannot read rule file ({exc})") from None
+
+
+def _check_unique(rules: list[Rule]) -> None:
+    seen: dict[str, str] = {}
+    for rule in rules:
+        if rule.id in seen:
+            raise RuleError(f"{rule.path}: rule {rule.id}: id already used by {seen[rule.id]}")
+        seen[rule.id] = rule.path
+
+
+def _load_text(text: str, path: str) -> Rule:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise RuleError(f"{path}: not valid TOML ({exc})") from None
+    rule_id = data.get("id")
+    where = f"{path}: rule {rule_id or '<no id>'}"
+    try:
+        return _build(data, path)
+    except (KeyError, TypeError, ValueError, regex.error) as exc:
+        raise RuleError(f"{where}: {_explain(exc)}") from None
+
+
+def _explain(exc: Exception) -> str:
+    if isinstance(exc, KeyError):
+        return f"missing required key {exc.args[0]!r}"
+    if isinstance(exc, regex.error):
+        return f"bad pattern ({exc})"
+    return str(exc)
+
+
+def _build(data: dict[str, Any], path: str) -> Rule:
+    unknown = sorted(set(data) - KNOWN_KEYS)
+    if unknown:
+        raise ValueError(f"unknown key(s) {', '.join(unknown)}")
+    scope = data.get("scope", "line")
+    _check_choice("scope", scope, SCOPES)
+    _check_choice("severity", data["severity"], SEVERITIES)
+    for requirement in _strings(data, "requires"):
+        _check_choice("requires", requirement, REQUIREMENTS)
+    patterns = tuple(regex.compile(p) for p in _strings(data, "patterns"))
+    triggers = _strings(data, "triggers")
+    if scope == "line" and not (patterns and triggers):
+        raise ValueError("a line rule needs patterns and trigger literals")
+    if scope in ("usage", "traceback") and not patterns:
+        raise ValueError(f"a {scope} rule needs patterns")
+    doc = data["doc"]
+    rule = Rule(
+        id=_string(data, "id"),
+        rule_class=_string(data, "class"),
+        title=_string(data, "title"),
+        severity=data["severity"],
+        scope=scope,
+        doc=RuleDoc(_string(doc, "detects"), _string(doc, "why"), _string(doc, "fix")),
+        path=path,
+        explanation=str(data.get("explanation", "")),
+        advice=tuple(_advice(a) for a in data.get("advice", [])),
+        triggers=triggers,
+        patterns=patterns,
+        frame=_optional_pattern(data, "frame"),
+        code=_optional_pattern(data, "code"),
+        requires=_strings(data, "requires"),
+        flags=_strings(data, "flags"),
+        flags_group=data.get("flags_group"),
+        logic=data.get("logic"),
+        fix=data.get("fix"),
+        priority=int(data.get("priority", 50)),
+        alone=bool(data.get("alone", False)),
+        cases=tuple(_case(c) for c in data.get("cases", [])),
+    )
+    _check_group(rule)
+    _check_functions(rule)
+    return rule
+
+
+def _check_group(rule: Rule) -> None:
+    if (
+        rule.flags_group
+        and not rule.logic
+        and not any(rule.flags_group in p.groupindex for p in rule.patterns)
+    ):
+        raise ValueError(f"flags_group {rule.flags_group!r} is not a named group of any pattern")
+
+
+def _check_functions(rule: Rule) -> None:
+    from analyzer import fixes, rulelogic
+
+    if rule.logic and rule.logic not in rulelogic.LOGIC:
+        raise ValueError(f"logic {rule.logic!r} is not a function in analyzer/rulelogic.py")
+    if rule.fix and rule.fix not in fixes.FIXES:
+        raise ValueError(f"fix {rule.fix!r} is not a function in analyzer/fixes.py")
+
+
+def _check_choice(key: str, value: Any, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise ValueError(f"{key} must be one of {', '.join(allowed)}, not {value!r}")
+
+
+def _string(data: dict[str, Any], key: str) -> str:
+    value = data[key]
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{key!r} must be a non-empty string")
+    return value.strip()
+
+
+def _strings(data: dict[str, Any], key: str) -> tuple[str, ...]:
+    value = data.get(key, [])
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"{key!r} must be a list of strings")
+    return tuple(value)
+
+
+def _optional_pattern(data: dict[str, Any], key: str) -> regex.Pattern | None:
+    value = data.get(key)
+    return regex.compile(value) if value else None
+
+
+def _advice(item: Any) -> Advice:
+    if isinstance(item, str):
+        return Advice(item)
+    if isinstance(item, dict) and isinstance(item.get("text"), str):
+        extra = set(item) - {"text", "when", "is"}
+        if extra:
+            raise ValueError(f"advice entry has unknown key(s) {', '.join(sorted(extra))}")
+        return Advice(item["text"], item.get("when"), item.get("is"))
+    raise ValueError("advice entries must be strings or {text, when, is} tables")
+
+
+def _case(data: dict[str, Any]) -> RuleCase:
+    return RuleCase(lines=_strings(data, "lines"), fires=bool(data["fires"]))
+
+
+def all_triggers(rules: list[Rule]) -> list[str]:
+    """Every line rule's trigger literal, deduplicated, in a stable order."""
+    return sorted({t for r in rules if r.scope == "line" for t in r.triggers})

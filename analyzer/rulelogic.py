@@ -1,0 +1,208 @@
+"""The Python logic a rule may name with `logic = "..."`.
+
+Each function takes the raw Match and the ScannedLog it came from and returns
+extra named groups (merged into the match, usable as `{placeholders}` in the
+rule's text), or None to veto the match. Nothing here renders or fixes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import regex
+
+from analyzer.model import Match, ScannedLog
+
+SHAPE_PAIR = regex.compile(
+    r"\((?P<a_rows>\d+)x(?P<a_cols>\d+) and (?P<b_rows>\d+)x(?P<b_cols>\d+)\)"
+)
+TENSOR_SIZES = regex.compile(
+    r"tensor a \((?P<a>\d+)\) must match the size of tensor b \((?P<b>\d+)\)"
+)
+TORCH_SIZES = regex.compile(
+    r"torch\.Size\(\[(?P<a>[\d, ]+)\]\).*?torch\.Size\(\[(?P<b>[\d, ]+)\]\)"
+)
+DEST_NAME = regex.compile(r"\b(speculative_[a-z_]+|[a-z]+(?:_[a-z0-9]+)+)\b")
+OTHER_PROCESS = regex.compile(r"Process \d+ has [\d.]+ [KMGT]i?B memory in use")
+
+# Known speculative checks whose AssertionError carries no message. Keyed by a
+# fragment of the failing source line (Python 3.11 prints only a statement's
+# first line, so the frame's function is the fallback).
+SPECULATIVE_CHECKS = (
+    (
+        ("speculative_eagle_topk is None", "speculative_num_draft_tokens is None", "assert ("),
+        "speculative_eagle_topk speculative_num_draft_tokens speculative_num_steps",
+        "SGLang only chooses the speculative settings automatically when none of "
+        "--speculative-num-steps, --speculative-eagle-topk and --speculative-num-draft-tokens "
+        "is given; once topk or draft tokens are set, --speculative-num-steps must be set too.",
+    ),
+)
+
+
+def failing_check(match: Match, log: ScannedLog) -> dict[str, str] | None:
+    """Name the flags of a bare assertion from the source line it failed on."""
+    traceback = match.traceback
+    frame = traceback.last_frame if traceback else None
+    code = frame.code if frame else ""
+    groups = {"check": code or "(source line not printed)"}
+    for fragments, dests, meaning in SPECULATIVE_CHECKS:
+        if any(f in code for f in fragments) and _in_speculative_code(match):
+            return {**groups, "check_flags": dests, "check_meaning": meaning}
+    dests = " ".join(sorted(set(DEST_NAME.findall(code))))
+    meaning = "SGLang's speculative-decoding argument check failed"
+    return {**groups, "check_flags": dests, "check_meaning": meaning}
+
+
+def _in_speculative_code(match: Match) -> bool:
+    traceback = match.traceback
+    if traceback is None:
+        return False
+    return any("specul" in f.file or "specul" in f.function for f in traceback.frames)
+
+
+def hidden_dims(match: Match, log: ScannedLog) -> dict[str, str] | None:
+    """Read the two mismatching dimensions; note when one is 3x the other (EAGLE vs EAGLE3)."""
+    text = match.line.body
+    dims = _dims(text)
+    if dims is None:
+        return {"diagnosis": "the draft model and the target disagree on a tensor shape"}
+    got, expected = dims
+    small, large = sorted((got, expected))
+    if small and large == 3 * small:
+        return {
+            "got": str(got),
+            "expected": str(expected),
+            "ratio": "3",
+            "diagnosis": (
+                f"{large} = 3 x {small}: the draft expects the concatenated hidden states of 3 "
+                "target layers (EAGLE-3) but received a single layer's (EAGLE), or the reverse"
+            ),
+        }
+    return {
+        "got": str(got),
+        "expected": str(expected),
+        "diagnosis": f"the draft and the target disagree on a dimension ({got} vs {expected})",
+    }
+
+
+def _dims(text: str) -> tuple[int, int] | None:
+    pair = SHAPE_PAIR.search(text)
+    if pair:
+        return int(pair["a_cols"]), int(pair["b_rows"])
+    sizes = TENSOR_SIZES.search(text)
+    if sizes:
+        return int(sizes["a"]), int(sizes["b"])
+    torch_sizes = TORCH_SIZES.search(text)
+    if torch_sizes:
+        a = [int(x) for x in torch_sizes["a"].split(",") if x.strip()]
+        b = [int(x) for x in torch_sizes["b"].split(",") if x.strip()]
+        for x, y in zip(a, b, strict=False):
+            if x != y:
+                return x, y
+    return None
+
+
+def memory_phase(match: Match, log: ScannedLog) -> dict[str, str] | None:
+    """Which startup phase ran out of memory, and whether other processes hold memory."""
+    phase = _phase_at(match, log)
+    text = " ".join(line.body for line in match.evidence) + " " + match.line.body
+    if match.traceback is not None:
+        text += " " + " ".join(f.function for f in match.traceback.frames)
+        phase = _phase_from_frames(match) or phase
+    if "Not enough memory" in text:
+        phase = "kv_cache"
+    others = bool(OTHER_PROCESS.search(text))
+    return {"phase": phase, "phase_text": PHASE_TEXT[phase], "other_processes": "yes" * others}
+
+
+PHASE_TEXT = {
+    "weight_loading": "while loading the model weights",
+    "kv_cache": "while sizing the KV cache (memory pool)",
+    "cuda_graph_capture": "during CUDA graph capture",
+    "serving": "while serving requests",
+    "startup": "during startup",
+}
+
+
+def _phase_at(match: Match, log: ScannedLog) -> str:
+    phase = "startup"
+    for number, name in log.phases:
+        if number > match.line.number:
+            break
+        phase = {
+            "weight_loading": "weight_loading",
+            "weights_loaded": "kv_cache",
+            "kv_cache_allocated": "kv_cache",
+            "cuda_graph_capture": "cuda_graph_capture",
+            "cuda_graph_captured": "serving",
+            "serving": "serving",
+        }[name]
+    return phase
+
+
+def _phase_from_frames(match: Match) -> str | None:
+    functions = " ".join(f"{f.file} {f.function}" for f in match.traceback.frames)  # type: ignore[union-attr]
+    if "capture" in functions and "graph" in functions:
+        return "cuda_graph_capture"
+    if "load_weights" in functions or "load_model" in functions:
+        return "weight_loading"
+    if "init_memory_pool" in functions or "kv_cache" in functions:
+        return "kv_cache"
+    return None
+
+
+def unrecognized_flags(match: Match, log: ScannedLog) -> dict[str, str] | None:
+    """Split argparse's leftovers into flags and the values that followed them."""
+    tokens = match.groups.get("args", "").split()
+    flags = [t.split("=", 1)[0] for t in tokens if t.startswith("-") and not _is_number(t)]
+    if not flags:
+        return None
+    return {"flag_list": ", ".join(flags)}
+
+
+def _is_number(token: str) -> bool:
+    try:
+        float(token)
+    except ValueError:
+        return False
+    return True
+
+
+FLAG_MENTION = regex.compile(r"--[a-z][\w-]+|\b[a-z]+(?:_[a-z0-9]+)+\b")
+
+
+def two_flags(match: Match, log: ScannedLog) -> dict[str, str] | None:
+    """Only an incompatibility when the message names at least two flags."""
+    mentioned = set(FLAG_MENTION.findall(match.groups.get("message", "")))
+    return {} if len(mentioned) >= 2 else None
+
+
+PROXY_SIGNS = regex.compile(r"502 Bad Gateway|\b[Pp]roxy\b|squid|ProxyError")
+
+
+def proxy_hint(match: Match, log: ScannedLog) -> dict[str, str] | None:
+    """Point at an HTTP proxy when the warmup failure or the lines around it show one."""
+    lines = log.context.get(match.line.number, [match.line])
+    for line in lines:
+        sign = PROXY_SIGNS.search(line.body)
+        if sign:
+            return {"proxy_evidence": sign.group(0)}
+    return {"proxy_evidence": ""}
+
+
+def model_load_flags(match: Match, log: ScannedLog) -> dict[str, str] | None:
+    """Link --trust-remote-code when the loader says the model needs its own code."""
+    detail = match.groups.get("detail", "")
+    needs = "trust_remote_code" in detail or "trust-remote-code" in detail
+    return {"needs_remote_code": "yes" * needs, "extra_flags": "--trust-remote-code" * needs}
+
+
+LOGIC: dict[str, Callable[[Match, ScannedLog], dict[str, str] | None]] = {
+    "failing_check": failing_check,
+    "model_load_flags": model_load_flags,
+    "proxy_hint": proxy_hint,
+    "two_flags": two_flags,
+    "hidden_dims": hidden_dims,
+    "memory_phase": memory_phase,
+    "unrecognized_flags": unrecognized_flags,
+}

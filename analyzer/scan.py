@@ -1,0 +1,280 @@
+"""Stage 2: one pass over an input's lines, keeping only what later stages need.
+
+The scanner understands SGLang's line shapes (the `[time DPn TPn EPn PPn]`
+prefix, Ray-actor prefixes, tracebacks with their chains, argparse usage dumps,
+the `server_args=ServerArgs(...)` record) and keeps bounded state: candidate
+lines that hold a rule's trigger literal, parsed tracebacks, and the tail.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import deque
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import regex
+
+from analyzer.command import find_launch_command
+from analyzer.model import Frame, InputSummary, Line, ScannedLog, Traceback, UsageDump
+
+ANSI = regex.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+SGLANG_PREFIX = regex.compile(
+    r"^\[(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)?"
+    r"(?P<ranks>(?:\s*(?:DP|TP|EP|PP|CP|ATTN_DP|ATTN_TP|MOE_EP)\d+)*)\s*\]\s?"
+)
+RANK = regex.compile(r"(DP|TP|EP|PP|CP|ATTN_DP|ATTN_TP|MOE_EP)(\d+)")
+RAY_PREFIX = regex.compile(
+    r"^\((?P<actor>[A-Za-z_][\w.]*)?\s*pid=(?P<pid>\d+)(?:,\s*ip=[^)]*)?\)\s?"
+)
+FRAME = regex.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<lineno>\d+)(?:, in (?P<func>.+))?$')
+EXCEPTION = regex.compile(r"^(?P<type>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(?::\s?(?P<msg>.*))?$")
+CHAIN_MARKERS = (
+    "During handling of the above exception, another exception occurred:",
+    "The above exception was the direct cause of the following exception:",
+)
+ARGPARSE_ERROR = regex.compile(r"^(?P<prog>[\w.\- ]+): error: (?P<message>.+)$")
+STARTUP_MARKERS = ("server_args=ServerArgs(", "Load weight begin", "Init torch distributed begin")
+READY_MARKER = "The server is fired up and ready to roll"
+PHASE_MARKERS = (
+    ("Load weight begin", "weight_loading"),
+    ("Load weight end", "weights_loaded"),
+    ("KV Cache is allocated", "kv_cache_allocated"),
+    ("Memory pool end", "kv_cache_allocated"),
+    ("cuda graph begin", "cuda_graph_capture"),
+    ("CUDA graph begin", "cuda_graph_capture"),
+    ("cuda graph end", "cuda_graph_captured"),
+    ("CUDA graph end", "cuda_graph_captured"),
+    (READY_MARKER, "serving"),
+)
+EXIT_STATUS = regex.compile(r"(?i)\bexit(?:ed with)? code:? ?(?P<code>-?\d+)")
+
+TAIL_LINES = 40
+CONTEXT_LINES = 3
+MAX_CANDIDATES = 2000
+MAX_TRACEBACKS = 200
+MAX_TRACEBACK_LINES = 400
+MAX_MESSAGE_LINES = 10
+
+
+def split_prefix(source: str, number: int, raw: str) -> Line:
+    """Build a Line: strip colour codes, then split off SGLang's and Ray's prefixes."""
+    text = ANSI.sub("", raw) if "\x1b" in raw else raw
+    body, actor, timestamp, ranks = text, None, None, ()
+    ray = RAY_PREFIX.match(body)
+    if ray:
+        actor = f"{ray['actor'] or 'pid'} pid={ray['pid']}"
+        body = body[ray.end() :]
+    if body.startswith("["):
+        prefix = SGLANG_PREFIX.match(body)
+        if prefix and (prefix["ts"] or prefix["ranks"].strip()):
+            timestamp = prefix["ts"]
+            ranks = tuple((k, int(v)) for k, v in RANK.findall(prefix["ranks"]))
+            body = body[prefix.end() :]
+    return Line(source, number, text, body, timestamp, ranks, actor)
+
+
+def parse_server_args(body: str) -> dict[str, Any] | None:
+    """Parse the `server_args=ServerArgs(k=v, ...)` repr into a dict of literals.
+
+    Values that are not Python literals (enum reprs, objects) are kept as source text.
+    """
+    start = body.find("ServerArgs(")
+    if start < 0:
+        return None
+    try:
+        call = ast.parse(body[start:].strip(), mode="eval").body
+    except SyntaxError:
+        return None
+    if not isinstance(call, ast.Call):
+        return None
+    settings: dict[str, Any] = {}
+    for keyword in call.keywords:
+        if keyword.arg is None:
+            continue
+        try:
+            settings[keyword.arg] = ast.literal_eval(keyword.value)
+        except (ValueError, SyntaxError, TypeError, RecursionError):
+            settings[keyword.arg] = ast.get_source_segment(body[start:].strip(), keyword.value)
+    return settings
+
+
+class _TracebackBuilder:
+    """Collects one traceback's lines; `feed` returns False when the line ends it."""
+
+    def __init__(self, first: Line, chain: tuple[Traceback, ...]) -> None:
+        self.lines: list[Line] = [first]
+        self.frames: list[Frame] = []
+        self.chain = chain
+        self.exception: tuple[str, str] | None = None
+        self.message_lines = 0
+
+    def feed(self, line: Line) -> bool:
+        body = line.body
+        if self.exception is not None:
+            return self._feed_message(line)
+        frame = FRAME.match(body)
+        if frame:
+            self.frames.append(
+                Frame(frame["file"], int(frame["lineno"]), (frame["func"] or "").strip())
+            )
+        elif body[:1].isspace() or not body:
+            if self.frames and body.strip() and not _is_caret_line(body):
+                last = self.frames[-1]
+                if not last.code:
+                    self.frames[-1] = Frame(last.file, last.lineno, last.function, body.strip())
+        else:
+            exc = EXCEPTION.match(body.strip())
+            if not exc or not self.frames:
+                return False
+            self.exception = (exc["type"], exc["msg"] or "")
+        self._append(line)
+        return True
+
+    def _feed_message(self, line: Line) -> bool:
+        body = line.body
+        continues = (
+            body.strip()
+            and not line.timestamp
+            and not line.ranks
+            and self.message_lines < MAX_MESSAGE_LINES
+            and not body.startswith(("Traceback", *CHAIN_MARKERS))
+        )
+        if not continues:
+            return False
+        self.message_lines += 1
+        kind, msg = self.exception  # type: ignore[misc]
+        self.exception = (kind, f"{msg}\n{body}" if msg else body)
+        self._append(line)
+        return True
+
+    def _append(self, line: Line) -> None:
+        if len(self.lines) < MAX_TRACEBACK_LINES:
+            self.lines.append(line)
+
+    def build(self) -> Traceback | None:
+        if self.exception is None:
+            return None
+        kind, message = self.exception
+        return Traceback(tuple(self.lines), tuple(self.frames), kind, message, self.chain)
+
+
+def _is_caret_line(body: str) -> bool:
+    stripped = body.strip()
+    return bool(stripped) and set(stripped) <= set("^~ ")
+
+
+class Scanner:
+    """Consumes one input's lines in order and produces a ScannedLog."""
+
+    def __init__(self, summary: InputSummary, triggers: Sequence[str]) -> None:
+        self.log = ScannedLog(summary=summary)
+        self.triggers = tuple(triggers)
+        self.recent: deque[Line] = deque(maxlen=CONTEXT_LINES)
+        self.tail: deque[Line] = deque(maxlen=TAIL_LINES)
+        self.pending_context: list[tuple[int, int]] = []
+        self.traceback: _TracebackBuilder | None = None
+        self.chain_next: tuple[Traceback, ...] | None = None
+        self.last_traceback: Traceback | None = None
+        self.usage: tuple[Line, int] | None = None
+
+    def feed(self, line: Line) -> None:
+        self._extend_context(line)
+        if self.traceback is not None and self.traceback.feed(line):
+            self._remember(line)
+            return
+        self._finish_traceback()
+        body = line.body
+        if self.usage is not None:
+            self._feed_usage(line)
+        elif body.startswith("usage: "):
+            self.usage = (line, 1)
+        if "Traceback (most recent call last):" in body:
+            chain = self.chain_next or ()
+            self.traceback = _TracebackBuilder(line, chain)
+            self.chain_next = None
+        elif body.strip() in CHAIN_MARKERS and self.last_traceback is not None:
+            self.chain_next = (self.last_traceback, *self.last_traceback.chain)
+            self.log.tracebacks.pop()
+        self._note_markers(line)
+        self._remember(line)
+
+    def _feed_usage(self, line: Line) -> None:
+        first, length = self.usage  # type: ignore[misc]
+        error = ARGPARSE_ERROR.match(line.body)
+        if error:
+            self.log.usage_dumps.append(UsageDump(first, line, length + 1))
+            self.usage = None
+        elif line.ranks or line.timestamp or length > 2000:
+            self.log.usage_dumps.append(UsageDump(first, None, length))
+            self.usage = None
+        else:
+            self.usage = (first, length + 1)
+
+    def _finish_traceback(self) -> None:
+        if self.traceback is None:
+            return
+        built = self.traceback.build()
+        self.traceback = None
+        if built is not None and len(self.log.tracebacks) < MAX_TRACEBACKS:
+            self.log.tracebacks.append(built)
+            self.last_traceback = built
+
+    def _note_markers(self, line: Line) -> None:
+        text = line.text
+        if any(t in text for t in self.triggers):
+            self._add_candidate(line)
+        body = line.body
+        if "server_args=ServerArgs(" in body:
+            self.log.server_args = parse_server_args(body)
+            self.log.server_args_line = line
+        if any(marker in body for marker in STARTUP_MARKERS):
+            self.log.startup_began = True
+        for marker, phase in PHASE_MARKERS:
+            if marker in body and len(self.log.phases) < MAX_CANDIDATES:
+                self.log.phases.append((line.number, phase))
+        if READY_MARKER in body and self.log.ready is None:
+            self.log.ready = line
+        exit_status = EXIT_STATUS.search(body)
+        if exit_status:
+            self.log.exit_status = exit_status["code"]
+        if ("sglang" in body or "launch_server" in body) and find_launch_command(body):
+            self.log.commands.append(line)
+
+    def _add_candidate(self, line: Line) -> None:
+        if len(self.log.candidates) >= MAX_CANDIDATES:
+            return
+        self.log.candidates.append(line)
+        self.log.context[line.number] = [*self.recent, line]
+        self.pending_context.append((line.number, CONTEXT_LINES))
+
+    def _extend_context(self, line: Line) -> None:
+        if not self.pending_context:
+            return
+        still: list[tuple[int, int]] = []
+        for number, left in self.pending_context:
+            self.log.context[number].append(line)
+            if left > 1:
+                still.append((number, left - 1))
+        self.pending_context = still
+
+    def _remember(self, line: Line) -> None:
+        self.recent.append(line)
+        self.tail.append(line)
+        self.log.summary.lines = line.number
+
+    def finish(self) -> ScannedLog:
+        self._finish_traceback()
+        if self.usage is not None:
+            first, length = self.usage
+            self.log.usage_dumps.append(UsageDump(first, None, length))
+        self.log.tail = list(self.tail)
+        return self.log
+
+
+def scan_lines(summary: InputSummary, lines: Iterable[str], triggers: Sequence[str]) -> ScannedLog:
+    """Scan decoded text lines of one input."""
+    scanner = Scanner(summary, triggers)
+    for number, raw in enumerate(lines, start=1):
+        scanner.feed(split_prefix(summary.path, number, raw))
+    return scanner.finish()

@@ -1,0 +1,1 @@
+"""Shipped rules: one TOML file per rule, loaded by analyzer.rulebook."""

@@ -1,0 +1,93 @@
+"""Every rule's own inline cases, the rule-file validation, and the docs generated from rules."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from analyzer.pipeline import analyze
+from analyzer.rulebook import RuleError, load_rules
+from analyzer.ruledocs import TABLE_END, TABLE_START, rules_markdown
+from tests.fixture_cases import ROOT, fixture_cases
+
+RULES = load_rules()
+CASES = [(rule, index, case) for rule in RULES for index, case in enumerate(rule.cases)]
+
+
+@pytest.mark.parametrize(("rule", "index", "case"), CASES, ids=[f"{r.id}-{i}" for r, i, _ in CASES])
+def test_inline_case(rule, index, case, tmp_path):
+    log = tmp_path / "case.log"
+    log.write_text("\n".join(case.lines) + "\n", encoding="utf-8")
+    report = analyze([str(log)], rules=[rule])
+    fired = [i.rule for i in report.incidents if i.rule == rule.id]
+    assert bool(fired) == case.fires
+
+
+def test_every_rule_has_a_fixture_and_a_negative_case():
+    fixture_rules = set()
+    for case in fixture_cases():
+        if case.expect["class"] == "none":
+            continue
+        report = analyze([str(case.input)], _options(case))
+        fixture_rules.update(i.rule for i in report.incidents)
+    for rule in RULES:
+        assert rule.id in fixture_rules, f"{rule.id}: no fixture exercises it"
+        has_negative = any(not c.fires for c in rule.cases)
+        assert has_negative, f"{rule.id}: add a [[cases]] entry with fires = false (a near miss)"
+
+
+def _options(case):
+    from analyzer.pipeline import Options
+
+    return Options(command=case.user_command)
+
+
+def test_readme_rule_table_is_generated_from_the_rules():
+    readme = (ROOT / "README.md").read_text("utf-8")
+    start, end = readme.index(TABLE_START), readme.index(TABLE_END) + len(TABLE_END)
+    assert readme[start:end] + "\n" == rules_markdown(RULES), (
+        "README rule table is stale: run `loganalyze rules --markdown` and paste it"
+    )
+
+
+BAD_RULES = {
+    "not toml": ("id = ", "not valid TOML"),
+    "missing severity": (
+        'id = "x"\nclass = "c"\ntitle = "t"\nscope = "log"\n[doc]\ndetects="a"\nwhy="b"\nfix="c"\n',
+        "missing required key 'severity'",
+    ),
+    "bad regex": (
+        'id = "x"\nclass = "c"\ntitle = "t"\nseverity = "fatal"\nscope = "line"\n'
+        'triggers = ["a"]\npatterns = ["(unclosed"]\n[doc]\ndetects="a"\nwhy="b"\nfix="c"\n',
+        "bad pattern",
+    ),
+    "unknown key": (
+        'id = "x"\nclass = "c"\ntitle = "t"\nseverity = "fatal"\nscope = "log"\nsevrity = 1\n'
+        '[doc]\ndetects="a"\nwhy="b"\nfix="c"\n',
+        "unknown key(s) sevrity",
+    ),
+    "unknown logic": (
+        'id = "x"\nclass = "c"\ntitle = "t"\nseverity = "fatal"\nscope = "log"\nlogic = "nope"\n'
+        '[doc]\ndetects="a"\nwhy="b"\nfix="c"\n',
+        "logic 'nope' is not a function",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_RULES))
+def test_malformed_user_rule_gets_a_one_line_error(name, tmp_path: Path):
+    text, message = BAD_RULES[name]
+    (tmp_path / "mine.toml").write_text(text, encoding="utf-8")
+    with pytest.raises(RuleError) as error:
+        load_rules([str(tmp_path)])
+    assert str(error.value).startswith(str(tmp_path / "mine.toml"))
+    assert message in str(error.value)
+    assert "\n" not in str(error.value)
+
+
+def test_user_rule_with_a_shipped_id_is_refused(tmp_path: Path):
+    shipped = (ROOT / "rules" / "oom.toml").read_text("utf-8")
+    (tmp_path / "oom.toml").write_text(shipped, encoding="utf-8")
+    with pytest.raises(RuleError, match="id already used"):
+        load_rules([str(tmp_path)])
