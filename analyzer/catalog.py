@@ -44,6 +44,9 @@ class FlagSpec:
 
     @property
     def takes_value(self) -> bool:
+        """False for switches; SGLang's own action classes are switches when nargs is 0."""
+        if self.nargs == 0:
+            return False
         return self.action not in ("store_true", "store_false", "store_const", "count", "help")
 
 

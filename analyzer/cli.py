@@ -150,7 +150,7 @@ def catalog_build(
     typer.echo(f"wrote {output}")
 
 
-@catalog_app.command("show")
+@catalog_app.command("show", context_settings={"ignore_unknown_options": True})
 def catalog_show(
     flag: Annotated[str, typer.Argument(help="A flag as typed, e.g. --tp")],
     sglang_version: Annotated[str | None, typer.Option("--sglang-version")] = None,

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from analyzer.catalog import FlagCatalog
-from analyzer.command import LaunchCommand, parse_launch_command
+from analyzer.command import LaunchCommand, find_launch_command, parse_launch_command
 from analyzer.fixes import FIXES, FixContext
-from analyzer.model import Finding, Line
+from analyzer.model import Edit, Finding, Line
 from analyzer.rulebook import Rule
 
 RECONSTRUCTED_ENTRY = "python -m sglang.launch_server"
@@ -54,7 +54,8 @@ def choose_command(
     for line in reversed(log_commands):
         if before_line is not None and line.number > before_line:
             continue
-        parsed = parse_launch_command(line.body, catalog.takes_value)
+        text = find_launch_command(line.body) or line.body
+        parsed = parse_launch_command(text, catalog.takes_value)
         if parsed:
             return CommandChoice(parsed, source_kind)
     if server_args:
@@ -98,12 +99,34 @@ def propose(
     plan = FIXES[rule.fix](finding, FixContext(choice.command, catalog, server_args))
     if not plan.edits:
         return Proposal(None, [], plan.notes)
-    corrected = choice.command.apply(plan.edits, catalog.canonical)
+    edits = [*plan.edits, *_inert_edits(choice.command, plan.edits, catalog)]
+    corrected = choice.command.apply(edits, catalog.canonical)
     problems = validate(corrected, catalog)
     if problems:
         note = "no corrected command offered: " + "; ".join(problems)
-        return Proposal(None, plan.edits, [*plan.notes, note])
-    return Proposal(corrected.render(), plan.edits, plan.notes)
+        return Proposal(None, edits, [*plan.notes, note])
+    return Proposal(corrected.render(), edits, plan.notes)
+
+
+SHELL_EXPANSION = ("$", "`")
+
+
+def _inert_edits(command: LaunchCommand, edits: list[Edit], catalog: FlagCatalog) -> list[Edit]:
+    """Re-set values holding `$`/backticks so they come out single-quoted.
+
+    A command copied from a log may hold `$(...)` inside double quotes; pasted back into a
+    shell it would run. Setting the same value again makes the renderer quote it inertly.
+    """
+    edited = {catalog.canonical(e.flag) or e.flag for e in edits}
+    inert: list[Edit] = []
+    for argument in command.arguments:
+        flag = catalog.canonical(argument.flag) or argument.flag
+        value = argument.value
+        if value is None or flag in edited or not any(c in value for c in SHELL_EXPANSION):
+            continue
+        inert.append(Edit("set", argument.flag, value=value))
+        edited.add(flag)
+    return inert
 
 
 def validate(command: LaunchCommand, catalog: FlagCatalog) -> list[str]:

@@ -17,17 +17,28 @@ from analyzer.rulebook import Rule
 PATTERN_TIMEOUT = 1.0
 
 
-def match_rules(rules: list[Rule], log: ScannedLog) -> list[Match]:
-    """All matches of all rules in one input, before deduplication."""
+def match_rules(rules: list[Rule], log: ScannedLog) -> tuple[list[Match], list[str]]:
+    """All matches of all rules in one input (before deduplication), and warnings.
+
+    A pattern that runs longer than PATTERN_TIMEOUT on one text (a catastrophic user
+    pattern) stops its rule for this input with a warning naming the rule.
+    """
     matches: list[Match] = []
+    warnings: list[str] = []
     for rule in rules:
         if not _requirements_met(rule, log):
             continue
-        for match in _SCOPES[rule.scope](rule, log):
-            refined = _apply_logic(rule, match, log)
-            if refined is not None:
-                matches.append(refined)
-    return matches
+        try:
+            for match in _SCOPES[rule.scope](rule, log):
+                refined = _apply_logic(rule, match, log)
+                if refined is not None:
+                    matches.append(refined)
+        except TimeoutError:
+            warnings.append(
+                f"rule {rule.id} ({rule.path}) stopped: a pattern ran over "
+                f"{PATTERN_TIMEOUT:g} s on one line; simplify it (nested quantifiers?)"
+            )
+    return matches, warnings
 
 
 def _requirements_met(rule: Rule, log: ScannedLog) -> bool:

@@ -26,6 +26,7 @@ class Line:
 
     `text` is the whole line as the user saw it (minus colour codes);
     `body` is what follows the `[time DPn TPn]` / Ray-actor prefix.
+    `ref` points into a transcript (message/part id) when the line came from one.
     """
 
     source: str
@@ -35,6 +36,7 @@ class Line:
     timestamp: str | None = None
     ranks: tuple[tuple[str, int], ...] = ()
     actor: str | None = None
+    ref: str | None = None
 
     @property
     def rank_label(self) -> str | None:

@@ -83,7 +83,9 @@ def _scan(text_input: TextInput, summary: InputSummary, triggers: list[str]) -> 
 def analyze_log(log: ScannedLog, context: _Context) -> list[Incident]:
     """Match, link and fix one scanned input."""
     incidents = []
-    for match in match_rules(context.rules, log):
+    matches, warnings = match_rules(context.rules, log)
+    log.summary.notes.extend(warnings)
+    for match in matches:
         rule = context.by_id[match.rule_id]
         finding = link(match, rule, context.catalog)
         incidents.append(_incident(finding, rule, log, context))

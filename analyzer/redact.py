@@ -21,7 +21,7 @@ SECRET_PATTERNS = (
     regex.compile(r"(?<=--(?:[\w-]*-)?api-key(?:=|\s+))(?:'[^']*'|\"[^\"]*\"|\S+)"),
     regex.compile(r"(?<=://[^/\s:@]+:)[^@\s/]+(?=@)"),
     regex.compile(
-        r"(?i)(?<=\b[A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD|API_KEY|ACCESS_KEY)[A-Z0-9_]*=)"
+        r"(?<=(?<![\w-])[A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD|API_KEY|ACCESS_KEY)[A-Z0-9_]*=)"
         r"(?:'[^']*'|\"[^\"]*\"|\S+)"
     ),
     regex.compile(r"(?i)(?<=['\"]?(?:api_key|token|password)['\"]?\s*[:=]\s*)'[^']+'"),

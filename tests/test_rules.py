@@ -91,3 +91,32 @@ def test_user_rule_with_a_shipped_id_is_refused(tmp_path: Path):
     (tmp_path / "oom.toml").write_text(shipped, encoding="utf-8")
     with pytest.raises(RuleError, match="id already used"):
         load_rules([str(tmp_path)])
+
+
+CATASTROPHIC = """id = "slow"
+class = "slow"
+title = "slow"
+severity = "warning"
+scope = "line"
+triggers = ["a"]
+patterns = ['(a|aa)+$']
+[doc]
+detects = "x"
+why = "y"
+fix = "z"
+"""
+
+
+def test_catastrophic_user_pattern_cannot_hang_the_run(tmp_path: Path):
+    import time
+
+    (tmp_path / "rules").mkdir()
+    (tmp_path / "rules" / "slow.toml").write_text(CATASTROPHIC, encoding="utf-8")
+    log = tmp_path / "run.log"
+    log.write_text(("a" * 40 + "!\n") * 50, encoding="utf-8")
+    from analyzer.pipeline import Options
+
+    started = time.monotonic()
+    report = analyze([str(log)], Options(rules_dirs=[str(tmp_path / "rules")]))
+    assert time.monotonic() - started < 30
+    assert any("rule slow" in w and "stopped" in w for w in report.warnings)

@@ -56,7 +56,7 @@ def _incident(incident: Incident) -> dict[str, Any]:
 
 
 def _line(line: Line) -> dict[str, Any]:
-    return {"source": line.source, "line": line.number, "text": line.text}
+    return {"source": line.source, "line": line.number, "ref": line.ref, "text": line.text}
 
 
 def render_json(report: Report) -> str:

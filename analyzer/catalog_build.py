@@ -1,0 +1,173 @@
+"""Build the flag catalog from a real SGLang install.
+
+The analyzer never imports SGLang at run time: it reads a JSON catalog of every
+`launch_server` option (names, aliases, types, choices, defaults). This module
+writes that catalog by asking SGLang itself: it builds an `argparse` parser the
+way `sglang.srt.server_args.prepare_server_args` does and lets
+`ServerArgs.add_cli_args` fill it, so aliases, dynamic choices and deprecated
+spellings come out exactly as the installed version registers them.
+
+SGLang is imported only inside `build_catalog`, so `analyzer` imports without it.
+Run it with the Python of an environment that has SGLang, e.g.
+
+    PYTHONPATH=/work/main /work/venvs/sglang/bin/python -m analyzer.catalog_build \
+        -o analyzer/catalogs/sglang-0.5.23.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import enum
+import functools
+import json
+import math
+import re
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+HOW = (
+    "built by `loganalyze catalog build` from "
+    "sglang.srt.server_args.ServerArgs.add_cli_args on a parser made like "
+    "prepare_server_args makes it"
+)
+
+# `prepare_server_args` in 0.5.23: `argparse.ArgumentParser(prog="sglang serve")`,
+# so allow_abbrev keeps argparse's default (True) and prefixes get expanded.
+PROG = "sglang serve"
+
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+# A sentence ends at `.`/`!`/`?` before whitespace and a non-lowercase character.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[^a-z0-9\s])")
+
+
+def make_parser() -> argparse.ArgumentParser:
+    """The parser `prepare_server_args` builds, options registered by SGLang itself."""
+    from sglang.srt.server_args import ServerArgs
+
+    parser = argparse.ArgumentParser(prog=PROG)
+    ServerArgs.add_cli_args(parser)
+    return parser
+
+
+def build_catalog() -> dict[str, Any]:
+    """Every option of the installed SGLang's server parser, as plain JSON data."""
+    import sglang
+
+    parser = make_parser()
+    options = [_describe_action(parser, action) for action in parser._actions]
+    options.sort(key=lambda option: option["option_strings"][0] if option["option_strings"]
+                 else option["dest"])
+    return {
+        "sglang_version": getattr(sglang, "__version__", None),
+        "built": datetime.date.today().isoformat(),
+        "how": HOW,
+        "prog": parser.prog,
+        "allow_abbrev": parser.allow_abbrev,
+        "options": options,
+    }
+
+
+def write_catalog(path: str) -> None:
+    """Build the catalog and write it as sorted-key-free, stable, indented JSON."""
+    catalog = build_catalog()
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(catalog, handle, indent=1, ensure_ascii=False)
+        handle.write("\n")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`loganalyze catalog build -o FILE` (also `python -m analyzer.catalog_build`)."""
+    cli = argparse.ArgumentParser(
+        prog="loganalyze catalog build",
+        description="Write the SGLang flag catalog from the installed SGLang.",
+    )
+    cli.add_argument("-o", "--output", required=True, help="where to write the JSON catalog")
+    args = cli.parse_args(list(argv) if argv is not None else None)
+    try:
+        write_catalog(args.output)
+    except ImportError as exc:
+        print(f"loganalyze catalog build: SGLang is not importable here: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {args.output}")
+    return 0
+
+
+def _describe_action(parser: argparse.ArgumentParser, action: argparse.Action) -> dict[str, Any]:
+    """One catalog entry; the keys are fixed so every entry has the same shape."""
+    choices = action.choices
+    return {
+        "option_strings": list(action.option_strings),
+        "dest": action.dest,
+        "type": _callable_name(action.type),
+        "choices": None if choices is None else _choice_list(choices),
+        "default": _json_safe(action.default),
+        "nargs": _json_safe(action.nargs),
+        "required": bool(action.required),
+        "action": _action_name(parser, action),
+        "help": _first_sentence(action.help),
+    }
+
+
+def _action_name(parser: argparse.ArgumentParser, action: argparse.Action) -> str:
+    """argparse's registry name (`store_true`, ...) or the custom class's name."""
+    registry = parser._registries.get("action", {})
+    for name, cls in registry.items():
+        if isinstance(name, str) and cls is type(action):
+            return name
+    return type(action).__name__
+
+
+def _callable_name(func: Any) -> str | None:
+    """`int`, `float`, `str` or the function's name; partials name their function."""
+    if func is None:
+        return None
+    if isinstance(func, functools.partial):
+        return _callable_name(func.func)
+    name = getattr(func, "__name__", None)
+    if isinstance(name, str):
+        return name
+    return type(func).__name__
+
+
+def _choice_list(choices: Any) -> list[Any]:
+    """Choices as a JSON list; unordered containers (sets) sorted so output is stable."""
+    values = [_json_safe(choice) for choice in choices]
+    if isinstance(choices, (set, frozenset)):
+        values.sort(key=lambda value: json.dumps(value, sort_keys=True))
+    return values
+
+
+def _json_safe(value: Any) -> Any:
+    """The value if JSON can carry it exactly, else a repr string without addresses."""
+    if isinstance(value, enum.Enum):
+        return _stable_repr(value)
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else _stable_repr(value)
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(item) for item in value]
+    if isinstance(value, dict) and all(isinstance(key, str) for key in value):
+        return {key: _json_safe(item) for key, item in value.items()}
+    if isinstance(value, (set, frozenset)):
+        return sorted((_json_safe(item) for item in value), key=json.dumps)
+    return _stable_repr(value)
+
+
+def _stable_repr(value: Any) -> str:
+    """repr with memory addresses removed, so rebuilding gives the same text."""
+    return _ADDRESS.sub("", repr(value))
+
+
+def _first_sentence(text: str | None) -> str | None:
+    """The first sentence of a help text, whitespace collapsed; None if hidden."""
+    if text is None or text == argparse.SUPPRESS:
+        return None
+    flat = " ".join(text.split())
+    return _SENTENCE_END.split(flat, maxsplit=1)[0]
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

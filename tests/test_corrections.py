@@ -1,0 +1,173 @@
+"""Corrected commands: minimal edits, wrappers kept, quoted, valid for SGLang's catalog."""
+
+from __future__ import annotations
+
+import shlex
+
+import pytest
+
+from analyzer.catalog import load_catalog
+from analyzer.command import parse_launch_command
+from analyzer.fix import reconstruct_command, validate
+from analyzer.pipeline import Options, analyze
+
+CATALOG = load_catalog("0.5.23")
+USAGE = "usage: sglang serve [-h] --model-path MODEL_PATH\n"
+UNRECOGNIZED = USAGE + "sglang serve: error: unrecognized arguments: {args}\n"
+
+
+def analyse(tmp_path, text: str, command: str | None = None):
+    log = tmp_path / "run.log"
+    log.write_text(text)
+    report = analyze([str(log)], Options(command=command))
+    assert report.incidents, "expected an incident"
+    return report.incidents[0]
+
+
+WRAPPED = [
+    (
+        "CUDA_VISIBLE_DEVICES=0,1,2,3 NCCL_DEBUG=INFO python3 -m sglang.launch_server "
+        "--model-path /m --tp-size 4 --num-speculative-tokens 4 --port 30000",
+        "CUDA_VISIBLE_DEVICES=0,1,2,3 NCCL_DEBUG=INFO python3 -m sglang.launch_server "
+        "--model-path /m --tp-size 4 --speculative-num-draft-tokens 4 --port 30000",
+    ),
+    (
+        "nohup python -m sglang.launch_server --model-path /m --num-speculative-tokens=4 "
+        "> /data/run.log 2>&1 &",
+        "nohup python -m sglang.launch_server --model-path /m --speculative-num-draft-tokens=4 "
+        "> /data/run.log 2>&1 &",
+    ),
+    (
+        "ssh root@gpu-node 'cd /data && nohup bash -c \"python -m sglang.launch_server "
+        "--model-path /m --num-speculative-tokens 4\" > run.log 2>&1 &'",
+        "ssh root@gpu-node 'cd /data && nohup bash -c \"python -m sglang.launch_server "
+        "--model-path /m --speculative-num-draft-tokens 4\" > run.log 2>&1 &'",
+    ),
+    (
+        "sglang serve --model-path /m \\\n  --num-speculative-tokens 4 \\\n  --tp 8 2>&1 | tee run.log",
+        "sglang serve --model-path /m \\\n  --speculative-num-draft-tokens 4 \\\n  --tp 8 2>&1 | tee run.log",
+    ),
+]
+
+
+@pytest.mark.parametrize(("command", "corrected"), WRAPPED, ids=["env", "nohup", "ssh", "tee"])
+def test_rename_keeps_the_wrapper_and_the_value(tmp_path, command, corrected):
+    incident = analyse(tmp_path, UNRECOGNIZED.format(args="--num-speculative-tokens 4"), command)
+    assert incident.offending_flags == ["--num-speculative-tokens"]
+    assert incident.corrected_command == corrected
+    assert [e.as_json() for e in incident.edits] == [
+        {"op": "rename", "flag": "--num-speculative-tokens",
+         "to": "--speculative-num-draft-tokens", "value": None}
+    ]
+
+
+def test_command_found_in_the_log_is_used(tmp_path):
+    text = "+ python -m sglang.launch_server --model-path /m --max-model-len 8192\n"
+    text += UNRECOGNIZED.format(args="--max-model-len 8192")
+    incident = analyse(tmp_path, text)
+    assert incident.command_source == "log"
+    assert incident.corrected_command == (
+        "python -m sglang.launch_server --model-path /m --context-length 8192"
+    )
+
+
+def test_unknown_flag_without_a_close_match_is_not_invented(tmp_path):
+    command = "python -m sglang.launch_server --model-path /m --frobnicate-widgets 3"
+    incident = analyse(tmp_path, UNRECOGNIZED.format(args="--frobnicate-widgets 3"), command)
+    assert incident.corrected_command is None
+    assert any("closest:" in a for a in incident.advice)
+
+
+def test_value_that_follows_a_flag_is_not_a_flag(tmp_path):
+    command = "python -m sglang.launch_server --model-path /m --num-speculative-tokens -1"
+    incident = analyse(tmp_path, UNRECOGNIZED.format(args="--num-speculative-tokens -1"), command)
+    assert incident.offending_flags == ["--num-speculative-tokens"]
+
+
+SPEC_ASSERT = """Traceback (most recent call last):
+  File "/x/sglang/srt/arg_groups/speculative_hook.py", line 1162, in _handle_eagle_family
+    and cfg.speculative_num_draft_tokens is None
+        ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+AssertionError
+"""
+
+
+@pytest.mark.parametrize(
+    ("flags", "added"),
+    [
+        ("--speculative-eagle-topk 1 --speculative-num-draft-tokens 4", " --speculative-num-steps 3"),
+        ("--speculative-eagle-topk 1 --speculative-num-draft-tokens 6", " --speculative-num-steps 5"),
+        ("--speculative-eagle-topk 4 --speculative-num-draft-tokens 8", " --speculative-num-steps 2"),
+        ("--speculative-num-draft-tokens 4", " --speculative-num-steps 3 --speculative-eagle-topk 1"),
+    ],
+)
+def test_speculative_settings_are_completed_consistently(tmp_path, flags, added):
+    command = f"python -m sglang.launch_server --model-path /m --speculative-algorithm EAGLE3 {flags}"
+    incident = analyse(tmp_path, SPEC_ASSERT, command)
+    assert incident.rule_class == "spec_assertion"
+    assert incident.corrected_command == command + added
+    assert "--speculative-num-steps" in incident.offending_flags
+
+
+def test_invalid_choice_is_respelled(tmp_path):
+    text = USAGE + (
+        "sglang serve: error: argument --tokenizer-mode: invalid choice: 'Auto' "
+        "(choose from 'auto', 'slow')\n"
+    )
+    command = "python -m sglang.launch_server --model-path /m --tokenizer-mode Auto"
+    incident = analyse(tmp_path, text, command)
+    assert incident.rule_class == "argparse_invalid"
+    assert incident.offending_flags == ["--tokenizer-mode"]
+    assert incident.corrected_command.endswith("--tokenizer-mode auto")
+
+
+def test_ambiguous_prefix_names_a_real_flag(tmp_path):
+    text = USAGE + (
+        "sglang serve: error: ambiguous option: --cuda-graph-max-bs could match "
+        "--cuda-graph-max-bs-decode, --cuda-graph-max-bs-prefill\n"
+    )
+    command = "python -m sglang.launch_server --model-path /m --cuda-graph-max-bs 16"
+    incident = analyse(tmp_path, text, command)
+    assert incident.rule_class == "argparse_invalid"
+    assert incident.corrected_command.endswith("--cuda-graph-max-bs-decode 16")
+
+
+def test_shell_syntax_from_a_log_comes_out_quoted_and_inert(tmp_path):
+    text = (
+        '+ python -m sglang.launch_server --model-path /m --served-model-name "$(touch /tmp/pwned)" '
+        "--num-speculative-tokens 4\n" + UNRECOGNIZED.format(args="--num-speculative-tokens 4")
+    )
+    incident = analyse(tmp_path, text)
+    corrected = incident.corrected_command
+    assert "'$(touch /tmp/pwned)'" in corrected
+    words = shlex.split(corrected)
+    assert words[words.index("--served-model-name") + 1] == "$(touch /tmp/pwned)"
+
+
+def test_every_corrected_command_validates_against_the_catalog(tmp_path):
+    for command, _ in WRAPPED:
+        incident = analyse(tmp_path, UNRECOGNIZED.format(args="--num-speculative-tokens 4"), command)
+        parsed = parse_launch_command(incident.corrected_command, CATALOG.takes_value)
+        assert validate(parsed, CATALOG) == []
+
+
+def test_validation_rejects_unknown_ambiguous_bad_and_duplicate_flags():
+    parsed = parse_launch_command(
+        "sglang serve --model-path /m --tp-size two --cuda-graph-max-bs 8 --nope 1 --tp 2",
+        CATALOG.takes_value,
+    )
+    problems = validate(parsed, CATALOG)
+    assert any("expects int" in p for p in problems)
+    assert any("ambiguous" in p for p in problems)
+    assert any("--nope is unknown" in p for p in problems)
+    assert any("--tp-size is given twice" in p for p in problems)
+
+
+def test_command_is_reconstructed_from_server_args():
+    settings = {"model_path": "/models/Kimi K2", "tp_size": 8, "trust_remote_code": True,
+                "speculative_algorithm": "EAGLE3", "port": 30000, "nonexistent_field": 1}
+    command = reconstruct_command(settings, CATALOG)
+    assert command == (
+        "python -m sglang.launch_server --model-path '/models/Kimi K2' "
+        "--speculative-algorithm EAGLE3 --tp-size 8 --trust-remote-code"
+    )

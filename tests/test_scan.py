@@ -1,0 +1,136 @@
+"""The scanner's understanding of SGLang's line shapes."""
+
+from __future__ import annotations
+
+from analyzer.model import InputSummary
+from analyzer.scan import parse_server_args, scan_lines, split_prefix
+
+
+def scan(lines, triggers=("error",)):
+    return scan_lines(InputSummary("t.log"), lines, list(triggers))
+
+
+def test_prefix_with_any_subset_of_ranks():
+    line = split_prefix("t.log", 7, "[2026-02-23 18:05:01 DP1 TP3 EP3] Load weight begin.")
+    assert line.timestamp == "2026-02-23 18:05:01"
+    assert line.ranks == (("DP", 1), ("TP", 3), ("EP", 3))
+    assert line.rank_label == "DP1 TP3 EP3"
+    assert line.body == "Load weight begin."
+    assert line.number == 7
+    bare = split_prefix("t.log", 1, "[2026-02-23 18:05:01] Server started")
+    assert bare.ranks == () and bare.body == "Server started"
+    pp = split_prefix("t.log", 1, "[2026-02-23 18:05:01 PP1 TP0] x")
+    assert pp.rank_label == "PP1 TP0"
+
+
+def test_ray_actor_prefix_and_ansi_colours_are_split_off():
+    line = split_prefix(
+        "t.log", 1, "(SchedulerActor pid=4242, ip=10.0.0.5) \x1b[33m[2026-02-23 18:05:01 TP2] hi\x1b[0m"
+    )
+    assert line.actor == "SchedulerActor pid=4242"
+    assert line.ranks == (("TP", 2),)
+    assert line.body == "hi"
+    assert "\x1b" not in line.text
+
+
+def test_bracketed_text_that_is_not_a_prefix_stays_in_the_body():
+    line = split_prefix("t.log", 1, "[WARNING] something")
+    assert line.body == "[WARNING] something" and line.ranks == ()
+
+
+TRACEBACK = [
+    "[2026-02-23 18:05:01 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+    '  File "/x/sglang/srt/managers/scheduler.py", line 10, in run_scheduler_process',
+    "    scheduler = Scheduler(server_args)",
+    '  File "/x/sglang/srt/mem_cache/pool.py", line 96, in __post_init__',
+    "    raise RuntimeError(msg)",
+    "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
+    "",
+    "[2026-02-23 18:05:02] Received sigquit from a child process. It usually means the child failed.",
+]
+
+
+def test_scheduler_traceback_is_parsed_with_frames_and_rank():
+    log = scan(TRACEBACK)
+    assert len(log.tracebacks) == 1
+    tb = log.tracebacks[0]
+    assert tb.exception_type == "RuntimeError"
+    assert tb.exception_message.startswith("Not enough memory")
+    assert [f.function for f in tb.frames] == ["run_scheduler_process", "__post_init__"]
+    assert tb.frames[-1].code == "raise RuntimeError(msg)"
+    assert tb.first.rank_label == "TP0"
+    assert tb.exception_line.number == 6
+
+
+def test_chained_tracebacks_become_one_with_its_causes():
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "a.py", line 1, in f',
+        "    g()",
+        "KeyError: 'layers.0.mlp.weight'",
+        "",
+        "During handling of the above exception, another exception occurred:",
+        "",
+        "Traceback (most recent call last):",
+        '  File "b.py", line 2, in h',
+        "    raise RuntimeError('load failed')",
+        "RuntimeError: load failed",
+    ]
+    log = scan(lines)
+    assert len(log.tracebacks) == 1
+    final = log.tracebacks[0]
+    assert final.exception_type == "RuntimeError"
+    assert [c.exception_type for c in final.chain] == ["KeyError"]
+
+
+def test_caret_lines_are_not_taken_for_code():
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/x/speculative_hook.py", line 1162, in _handle_eagle_family',
+        "    and cfg.speculative_num_draft_tokens is None",
+        "        ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
+        "AssertionError",
+    ]
+    tb = scan(lines).tracebacks[0]
+    assert tb.frames[0].code == "and cfg.speculative_num_draft_tokens is None"
+    assert tb.exception_type == "AssertionError" and tb.exception_message == ""
+
+
+def test_usage_dump_is_tied_to_its_error_line_and_token_usage_is_not_usage():
+    lines = [
+        "[2026-02-23 18:05:01 TP0] Decode batch, #running-req: 1, token usage: 0.82, #queue-req: 0",
+        "usage: sglang serve [-h] --model-path MODEL_PATH",
+        "                    [--tp-size TP_SIZE]",
+        "sglang serve: error: unrecognized arguments: --num-speculative-tokens 4",
+    ]
+    log = scan(lines)
+    assert len(log.usage_dumps) == 1
+    dump = log.usage_dumps[0]
+    assert dump.first.number == 2 and dump.error.number == 4 and dump.length == 3
+
+
+def test_server_args_record_is_parsed_into_settings():
+    body = (
+        "server_args=ServerArgs(model_path='/models/Kimi-K2.5', tp_size=8, "
+        "speculative_algorithm='EAGLE3', speculative_num_steps=3, mem_fraction_static=0.85, "
+        "enable_dp_attention=False, cuda_graph_bs=[1, 2, 4], json_model_override_args='{}', "
+        "dtype=torch.bfloat16)"
+    )
+    settings = parse_server_args(body)
+    assert settings["tp_size"] == 8
+    assert settings["speculative_algorithm"] == "EAGLE3"
+    assert settings["mem_fraction_static"] == 0.85
+    assert settings["cuda_graph_bs"] == [1, 2, 4]
+    assert settings["dtype"] == "torch.bfloat16"
+    log = scan([f"[2026-02-23 18:05:01] {body}"])
+    assert log.server_args["tp_size"] == 8 and log.startup_began
+
+
+def test_candidates_keep_context_and_the_tail_is_bounded():
+    lines = [f"line {i}" for i in range(100)] + ["an error here"] + ["after 1", "after 2"]
+    log = scan(lines)
+    assert [c.number for c in log.candidates] == [101]
+    context = [ln.number for ln in log.context[101]]
+    assert context == [98, 99, 100, 101, 102, 103]
+    assert len(log.tail) == 40 and log.tail[-1].number == 103
+    assert log.summary.lines == 103
