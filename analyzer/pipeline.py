@@ -12,6 +12,7 @@ from analyzer import incident as incidents_stage
 from analyzer.catalog import FlagCatalog, load_catalog
 from analyzer.fix import choose_command, propose
 from analyzer.link import link
+from analyzer.literal_scan import LiteralFinder, finder_for, scan_chunks
 from analyzer.match import match_rules
 from analyzer.model import Finding, Incident, InputSummary, Line, Report, ScannedLog
 from analyzer.read import TextInput, open_inputs
@@ -28,6 +29,7 @@ class Options:
     command: str | None = None
     sglang_version: str | None = None
     redact: bool = True
+    simple_scan: bool = False
 
 
 @dataclass
@@ -51,13 +53,14 @@ def analyze(
         rules, {r.id: r for r in rules}, load_catalog(options.sglang_version), options
     )
     triggers = all_triggers(rules)
+    finder = None if options.simple_scan else finder_for(triggers)
     summaries: list[InputSummary] = []
     found: list[Incident] = []
     last_lines: list[Line] = []
     for text_input in open_inputs(paths):
         summary = InputSummary(text_input.path)
         summaries.append(summary)
-        log = _scan(text_input, summary, triggers)
+        log = _scan(text_input, summary, triggers, finder)
         if log is None:
             continue
         incidents = analyze_log(log, context)
@@ -68,13 +71,19 @@ def analyze(
     return redact_report(report) if options.redact else report
 
 
-def _scan(text_input: TextInput, summary: InputSummary, triggers: list[str]) -> ScannedLog | None:
+def _scan(
+    text_input: TextInput, summary: InputSummary, triggers: list[str], finder: LiteralFinder | None
+) -> ScannedLog | None:
+    """Scan one input: the literal fast path, or line by line (the reference) if asked."""
     if text_input.is_binary():
         summary.kind = "binary"
         summary.notes.append("binary file: skipped")
         return None
-    log = scan_lines(summary, text_input.lines(), triggers)
-    summary.notes.extend(text_input.notes)
+    if finder is None:
+        log = scan_lines(summary, text_input.lines(), triggers)
+    else:
+        log = scan_chunks(summary, text_input, triggers, finder)
+    summary.notes.extend(text_input.reading_notes())
     if summary.lines == 0:
         summary.notes.append("empty input")
     return log

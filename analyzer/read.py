@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 MAX_LINE_BYTES = 64 * 1024
+CHUNK_BYTES = 8 * 1024 * 1024
 DIRECTORY_PATTERNS = ("*.log", "*.txt", "*.gz", "*.json", "*.jsonl")
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -33,14 +34,57 @@ class TextInput:
     path: str
     file: Path | None
     notes: list[str] = field(default_factory=list)
+    cut_lines: int = 0
 
     def lines(self) -> Iterator[str]:
-        """Yield decoded lines without their line ending; records truncation notes."""
+        """Decoded lines without their line ending (the simple path; see literal_scan)."""
         if self.file is None:
-            yield from _decode_lines(_maybe_gunzip(sys.stdin.buffer), self.notes)
+            yield from self._decode_lines(_maybe_gunzip(sys.stdin.buffer))
             return
         with open(self.file, "rb") as raw:
-            yield from _decode_lines(_maybe_gunzip(raw), self.notes)
+            yield from self._decode_lines(_maybe_gunzip(raw))
+
+    def chunks(self) -> Iterator[bytes]:
+        """Decompressed byte chunks of about CHUNK_BYTES (the fast path)."""
+        if self.file is None:
+            yield from self._read_chunks(_maybe_gunzip(sys.stdin.buffer))
+            return
+        with open(self.file, "rb") as raw:
+            yield from self._read_chunks(_maybe_gunzip(raw))
+
+    def reading_notes(self) -> list[str]:
+        """What reading skipped, in a fixed order whichever path read the input."""
+        notes = list(self.notes)
+        if self.cut_lines:
+            notes.append(f"{self.cut_lines} line(s) longer than {MAX_LINE_BYTES} bytes were cut")
+        return notes
+
+    def _read_chunks(self, stream: io.BufferedIOBase) -> Iterator[bytes]:
+        try:
+            while chunk := stream.read1(CHUNK_BYTES):
+                yield chunk
+        except (EOFError, OSError, zlib.error) as exc:
+            self._ended_early(exc)
+
+    def _decode_lines(self, stream: io.BufferedIOBase) -> Iterator[str]:
+        try:
+            while raw := stream.readline(MAX_LINE_BYTES):
+                if not raw.endswith(b"\n") and len(raw) >= MAX_LINE_BYTES:
+                    self.cut_lines += 1
+                    _skip_rest_of_line(stream)
+                yield raw.rstrip(b"\r\n").decode("utf-8", errors="replace")
+        except (EOFError, OSError, zlib.error) as exc:
+            self._ended_early(exc)
+
+    def _ended_early(self, exc: BaseException) -> None:
+        self.notes.append(f"input ends early ({_describe(exc)}); analysed what was readable")
+
+    def open_binary(self) -> io.BufferedIOBase:
+        """The input as one binary stream (gunzipped), for readers with their own framing
+        (JSONL records may be far longer than MAX_LINE_BYTES). The caller closes it."""
+        if self.file is None:
+            return _maybe_gunzip(sys.stdin.buffer)
+        return _maybe_gunzip(open(self.file, "rb"))  # noqa: SIM115 - returned to the caller
 
     def is_binary(self) -> bool:
         """NUL bytes or mostly undecodable bytes in the first 8 KiB (after gunzip)."""
@@ -54,23 +98,6 @@ class TextInput:
         if b"\0" in sample:
             return True
         return looks_binary(sample.decode("utf-8", errors="replace"))
-
-
-def _decode_lines(stream: io.BufferedIOBase, notes: list[str]) -> Iterator[str]:
-    cut_lines = 0
-    try:
-        while True:
-            raw = stream.readline(MAX_LINE_BYTES)
-            if not raw:
-                break
-            if not raw.endswith(b"\n") and len(raw) >= MAX_LINE_BYTES:
-                cut_lines += 1
-                _skip_rest_of_line(stream)
-            yield raw.rstrip(b"\r\n").decode("utf-8", errors="replace")
-    except (EOFError, OSError, zlib.error) as exc:
-        notes.append(f"input ends early ({_describe(exc)}); analysed what was readable")
-    if cut_lines:
-        notes.append(f"{cut_lines} line(s) longer than {MAX_LINE_BYTES} bytes were cut")
 
 
 def _skip_rest_of_line(stream: io.BufferedIOBase) -> None:
@@ -104,6 +131,8 @@ def _resolve(path: str) -> list[TextInput]:
         raise InputError(f"{path}: no such file or directory") from None
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if stat.S_ISDIR(mode) and _is_transcript_folder(p):
+        return [TextInput(path, p)]
     if stat.S_ISDIR(mode):
         return _directory_inputs(p)
     if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
@@ -111,6 +140,13 @@ def _resolve(path: str) -> list[TextInput]:
     if not os.access(p, os.R_OK):
         raise InputError(f"{path}: permission denied")
     return [TextInput(path, p)]
+
+
+def _is_transcript_folder(directory: Path) -> bool:
+    """An opencode storage folder is one input (a session transcript), not a log folder."""
+    from analyzer.transcripts.detect import opencode_storage_root
+
+    return opencode_storage_root(directory) is not None
 
 
 def _directory_inputs(directory: Path) -> list[TextInput]:

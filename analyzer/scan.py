@@ -47,7 +47,26 @@ PHASE_MARKERS = (
     ("CUDA graph end", "cuda_graph_captured"),
     (READY_MARKER, "serving"),
 )
-EXIT_STATUS = regex.compile(r"(?i)\bexit(?:ed with)? code:? ?(?P<code>-?\d+)")
+EXIT_STATUS = regex.compile(r"\b[Ee]xit(?:ed with)? code:? ?(?P<code>-?\d+)")
+TRACEBACK_START = "Traceback (most recent call last):"
+USAGE_START = "usage: "
+LAUNCH_HINTS = ("sglang", "launch_server")
+
+# Every literal whose presence makes the Scanner do anything with a line beyond keeping
+# it as context. The fast path (analyzer/literal_scan.py) feeds the Scanner only lines
+# holding one of these (plus a rule trigger) and the lines around them, so a check on
+# a line that is not gated by one of these literals would break their equivalence.
+SCANNER_LITERALS = (
+    TRACEBACK_START,
+    *CHAIN_MARKERS,
+    "server_args=ServerArgs(",
+    *STARTUP_MARKERS,
+    *(marker for marker, _ in PHASE_MARKERS),
+    READY_MARKER,
+    "xit code",
+    "xited with code",
+    *LAUNCH_HINTS,
+)
 
 TAIL_LINES = 40
 CONTEXT_LINES = 3
@@ -178,6 +197,11 @@ class Scanner:
         self.last_traceback: Traceback | None = None
         self.usage: tuple[Line, int] | None = None
 
+    @property
+    def wants_more(self) -> bool:
+        """True while a traceback, usage dump or a candidate's after-context is open."""
+        return bool(self.traceback or self.usage or self.pending_context)
+
     def feed(self, line: Line) -> None:
         self._extend_context(line)
         if self.traceback is not None and self.traceback.feed(line):
@@ -187,9 +211,9 @@ class Scanner:
         body = line.body
         if self.usage is not None:
             self._feed_usage(line)
-        elif body.startswith("usage: "):
+        elif line.text.startswith(USAGE_START):
             self.usage = (line, 1)
-        if "Traceback (most recent call last):" in body:
+        if TRACEBACK_START in body:
             chain = self.chain_next or ()
             self.traceback = _TracebackBuilder(line, chain)
             self.chain_next = None
@@ -235,10 +259,11 @@ class Scanner:
                 self.log.phases.append((line.number, phase))
         if READY_MARKER in body and self.log.ready is None:
             self.log.ready = line
-        exit_status = EXIT_STATUS.search(body)
-        if exit_status:
-            self.log.exit_status = exit_status["code"]
-        if ("sglang" in body or "launch_server" in body) and find_launch_command(body):
+        if "xit code" in body or "xited with code" in body:
+            exit_status = EXIT_STATUS.search(body)
+            if exit_status:
+                self.log.exit_status = exit_status["code"]
+        if any(hint in body for hint in LAUNCH_HINTS) and find_launch_command(body):
             self.log.commands.append(line)
 
     def _add_candidate(self, line: Line) -> None:
@@ -263,7 +288,12 @@ class Scanner:
         self.tail.append(line)
         self.log.summary.lines = line.number
 
-    def finish(self) -> ScannedLog:
+    def finish(self, total_lines: int | None = None, tail: list[Line] | None = None) -> ScannedLog:
+        """Close open blocks; the fast path passes the line count and tail it kept itself."""
+        if total_lines is not None:
+            self.log.summary.lines = total_lines
+        if tail is not None:
+            self.tail = deque(tail, maxlen=TAIL_LINES)
         self._finish_traceback()
         if self.usage is not None:
             first, length = self.usage

@@ -56,8 +56,12 @@ def test_rename_keeps_the_wrapper_and_the_value(tmp_path, command, corrected):
     assert incident.offending_flags == ["--num-speculative-tokens"]
     assert incident.corrected_command == corrected
     assert [e.as_json() for e in incident.edits] == [
-        {"op": "rename", "flag": "--num-speculative-tokens",
-         "to": "--speculative-num-draft-tokens", "value": None}
+        {
+            "op": "rename",
+            "flag": "--num-speculative-tokens",
+            "to": "--speculative-num-draft-tokens",
+            "value": None,
+        }
     ]
 
 
@@ -95,14 +99,28 @@ AssertionError
 @pytest.mark.parametrize(
     ("flags", "added"),
     [
-        ("--speculative-eagle-topk 1 --speculative-num-draft-tokens 4", " --speculative-num-steps 3"),
-        ("--speculative-eagle-topk 1 --speculative-num-draft-tokens 6", " --speculative-num-steps 5"),
-        ("--speculative-eagle-topk 4 --speculative-num-draft-tokens 8", " --speculative-num-steps 2"),
-        ("--speculative-num-draft-tokens 4", " --speculative-num-steps 3 --speculative-eagle-topk 1"),
+        (
+            "--speculative-eagle-topk 1 --speculative-num-draft-tokens 4",
+            " --speculative-num-steps 3",
+        ),
+        (
+            "--speculative-eagle-topk 1 --speculative-num-draft-tokens 6",
+            " --speculative-num-steps 5",
+        ),
+        (
+            "--speculative-eagle-topk 4 --speculative-num-draft-tokens 8",
+            " --speculative-num-steps 2",
+        ),
+        (
+            "--speculative-num-draft-tokens 4",
+            " --speculative-num-steps 3 --speculative-eagle-topk 1",
+        ),
     ],
 )
 def test_speculative_settings_are_completed_consistently(tmp_path, flags, added):
-    command = f"python -m sglang.launch_server --model-path /m --speculative-algorithm EAGLE3 {flags}"
+    command = (
+        f"python -m sglang.launch_server --model-path /m --speculative-algorithm EAGLE3 {flags}"
+    )
     incident = analyse(tmp_path, SPEC_ASSERT, command)
     assert incident.rule_class == "spec_assertion"
     assert incident.corrected_command == command + added
@@ -146,7 +164,9 @@ def test_shell_syntax_from_a_log_comes_out_quoted_and_inert(tmp_path):
 
 def test_every_corrected_command_validates_against_the_catalog(tmp_path):
     for command, _ in WRAPPED:
-        incident = analyse(tmp_path, UNRECOGNIZED.format(args="--num-speculative-tokens 4"), command)
+        incident = analyse(
+            tmp_path, UNRECOGNIZED.format(args="--num-speculative-tokens 4"), command
+        )
         parsed = parse_launch_command(incident.corrected_command, CATALOG.takes_value)
         assert validate(parsed, CATALOG) == []
 
@@ -164,8 +184,14 @@ def test_validation_rejects_unknown_ambiguous_bad_and_duplicate_flags():
 
 
 def test_command_is_reconstructed_from_server_args():
-    settings = {"model_path": "/models/Kimi K2", "tp_size": 8, "trust_remote_code": True,
-                "speculative_algorithm": "EAGLE3", "port": 30000, "nonexistent_field": 1}
+    settings = {
+        "model_path": "/models/Kimi K2",
+        "tp_size": 8,
+        "trust_remote_code": True,
+        "speculative_algorithm": "EAGLE3",
+        "port": 30000,
+        "nonexistent_field": 1,
+    }
     command = reconstruct_command(settings, CATALOG)
     assert command == (
         "python -m sglang.launch_server --model-path '/models/Kimi K2' "
