@@ -469,11 +469,11 @@ def _is_flag(value: str) -> bool:
 
 
 def _wants_value(flag: str, following: str, takes_value: TakesValue | None) -> bool:
-    """The callback decides; unknown flags take the next word unless it is a --option."""
+    """The callback decides; a following --option is never a value (as in argparse)."""
     decision = takes_value(flag) if takes_value is not None else None
-    if decision is None:
-        return not following.startswith("--")
-    return decision
+    if following.startswith("--"):
+        return False
+    return True if decision is None else decision
 
 
 def _remote_value(value: str, extra: int) -> str:
@@ -558,6 +558,7 @@ class _State:
     slots: list[_Slot]
     positionals: list[_Tok]
     takes_value: TakesValue | None
+    snapshot: list[tuple[str, str | None, bool]] = field(default_factory=list)
 
 
 @dataclass
@@ -592,9 +593,14 @@ class LaunchCommand:
     def render(self) -> str:
         """The command text: the original for a parsed model, the edited text after apply().
 
-        Edit through apply(); mutating `arguments` in place does not change the rendering.
+        Edits go through apply(): the model cannot re-render arguments changed in place, and
+        says so rather than return a text that silently ignores the change.
         """
-        return self._state.text if self._state is not None else self.original
+        if self._state is None:
+            return self.original
+        if [(a.flag, a.value, a.joined) for a in self.arguments] != self._state.snapshot:
+            raise ValueError("arguments were changed in place; use LaunchCommand.apply()")
+        return self._state.text
 
     def apply(self, edits: list[Edit], canonical: Canonical | None = None) -> LaunchCommand:
         """A new command with the edits applied in order; `original` stays the user's text."""
@@ -635,7 +641,8 @@ def _parse_state(text: str, takes_value: TakesValue | None) -> _State | None:
         return None
     words = found.cmd.words[found.entry[1] :]
     slots, positionals = _read_arguments(words, takes_value, found.extra)
-    return _State(text, found, slots, positionals, takes_value)
+    snapshot = [(s.arg.flag, s.arg.value, s.arg.joined) for s in slots]
+    return _State(text, found, slots, positionals, takes_value, snapshot)
 
 
 def _model(state: _State) -> LaunchCommand:
@@ -647,7 +654,7 @@ def _model(state: _State) -> LaunchCommand:
     return LaunchCommand(
         original=state.text,
         entry=" ".join(w.value for w in found.cmd.words[start:stop]),
-        arguments=[slot.arg for slot in state.slots],
+        arguments=[replace(slot.arg) for slot in state.slots],
         env=dict(found.env),
         wrappers=list(found.wrappers),
         log_path=log_path,
@@ -686,6 +693,8 @@ def _edit_splices(state: _State, edit: Edit, canonical: Canonical | None) -> lis
     if edit.op == "rename":
         if not edit.to:
             raise ValueError(f"rename of {edit.flag} needs `to`")
+        if not hits:
+            return _name_positional(state, edit.flag, edit.to)
         splices: list[_Splice] = []
         for slot in hits:
             splices.append(_rename(state, slot, edit.to))
@@ -735,6 +744,14 @@ def _set_value(state: _State, slot: _Slot, value: str | None) -> list[_Splice]:
     if value is None:
         return []
     return [(None, flag_tok.end, flag_tok.end, " " + _quote(value, extra + 1))]
+
+
+def _name_positional(state: _State, word: str, flag: str) -> list[_Splice]:
+    """`rename` of a positional word (a vLLM-style model path) puts the flag before it."""
+    for tok in state.positionals:
+        if tok.value == word:
+            return [(None, tok.start, tok.start, _quote(flag, state.found.extra + 1) + " ")]
+    return []
 
 
 def _rename(state: _State, slot: _Slot, to: str) -> _Splice:
@@ -788,7 +805,8 @@ def _lift_one(text: str, word: _Tok, start: int, end: int, new: str) -> tuple[in
 
 
 def _lift_insertion(word: _Tok, at: int, new: str) -> tuple[int, int, str] | None:
-    """Insert at value index `at`, inside quotes when any raw position there allows it."""
+    """Insert at value index `at`: inside quotes if a raw position there allows it, preferring
+    the word's main quoting (the readable spot in `bash -c '...'`)."""
     options = [(raw, ctx) for index, raw, ctx in word.anchors if index == at]
     if at > 0:
         options.append((word.stop[at - 1], word.ctx[at - 1]))
@@ -797,7 +815,8 @@ def _lift_insertion(word: _Tok, at: int, new: str) -> tuple[int, int, str] | Non
     options = [option for option in options if option[1] != "X"]
     if not options:
         return None
-    raw, ctx = min(options, key=lambda option: option[1] == "U")
+    dominant = max("SDAU", key=word.ctx.count)
+    raw, ctx = min(options, key=lambda option: (option[1] == "U", option[1] != dominant))
     return (raw, raw, _escape(new, ctx))
 
 

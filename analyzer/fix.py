@@ -9,7 +9,7 @@ checked against the flag catalog. A command that fails the check is not offered.
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from analyzer.catalog import FlagCatalog
@@ -36,6 +36,7 @@ class Proposal:
     corrected: str | None
     edits: list
     notes: list[str]
+    flags: list[str] = field(default_factory=list)
 
 
 def choose_command(
@@ -98,14 +99,14 @@ def propose(
         return Proposal(None, [], [])
     plan = FIXES[rule.fix](finding, FixContext(choice.command, catalog, server_args))
     if not plan.edits:
-        return Proposal(None, [], plan.notes)
+        return Proposal(None, [], plan.notes, plan.flags)
     edits = [*plan.edits, *_inert_edits(choice.command, plan.edits, catalog)]
     corrected = choice.command.apply(edits, catalog.canonical)
     problems = validate(corrected, catalog)
     if problems:
         note = "no corrected command offered: " + "; ".join(problems)
-        return Proposal(None, edits, [*plan.notes, note])
-    return Proposal(corrected.render(), edits, plan.notes)
+        return Proposal(None, edits, [*plan.notes, note], plan.flags)
+    return Proposal(corrected.render(), edits, plan.notes, plan.flags)
 
 
 SHELL_EXPANSION = ("$", "`")

@@ -7,12 +7,13 @@ for the advice. Functions only propose; analyzer/fix.py applies and validates.
 
 from __future__ import annotations
 
-import math
+import difflib
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import regex
@@ -53,8 +54,11 @@ class FixContext:
 
 @dataclass
 class FixPlan:
+    """Edits, notes for the advice, and flags only the command could name (a path's flag)."""
+
     edits: list[Edit] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)
 
 
 @cache
@@ -124,7 +128,7 @@ AMBIGUOUS = regex.compile(
 
 def fix_invalid_value(finding: Finding, ctx: FixContext) -> FixPlan:
     message = finding.match.line.body
-    for handler in (_fix_choice, _fix_type, _fix_ambiguous):
+    for handler in (_fix_choice, _fix_type, _fix_ambiguous, _fix_missing_value, _fix_required):
         plan = handler(message, ctx)
         if plan is not None:
             return plan
@@ -143,15 +147,64 @@ def _fix_choice(message: str, ctx: FixContext) -> FixPlan | None:
     spec = ctx.catalog.spec(flag)
     if spec is None or not spec.choices:
         return FixPlan()
-    wanted = _normalise(found["value"])
-    for choice in spec.choices:
-        if _normalise(str(choice)) == wanted:
-            note = (
-                f"{found['value']!r} is not one of {spec.long}'s choices; SGLang spells it {choice}"
-            )
-            return FixPlan([Edit("set", spec.long, value=str(choice))], [note])
+    choice = _matching_choice(found["value"], spec.choices)
+    if choice is not None:
+        note = f"{found['value']!r} is not one of {spec.long}'s choices; SGLang spells it {choice}"
+        return FixPlan([Edit("set", spec.long, value=choice)], [note])
     choices = ", ".join(map(str, spec.choices))
     return FixPlan([], [f"{spec.long} accepts: {choices}"])
+
+
+@cache
+def value_aliases() -> dict[str, str]:
+    text = resources.files("analyzer.catalogs").joinpath("value_aliases.toml").read_text("utf-8")
+    return tomllib.loads(text)
+
+
+def late_choices(flag: str) -> tuple[str, ...]:
+    """Choices SGLang checks after argparse (see value_aliases.toml)."""
+    return tuple(value_aliases().get("late_choices", {}).get(flag, ()))
+
+
+def respell_algorithm(finding: Finding, ctx: FixContext) -> FixPlan:
+    typed = finding.match.groups.get("value", "")
+    choice = _matching_choice(typed, late_choices("--speculative-algorithm"))
+    if choice is None:
+        return FixPlan()
+    note = f"SGLang spells the algorithm {choice}, not {typed}"
+    return FixPlan([Edit("set", "--speculative-algorithm", value=choice)], [note])
+
+
+def satisfy_requirement(finding: Finding, ctx: FixContext) -> FixPlan:
+    """`--A requires --B=V`: set B to V (keeping the speculative trio consistent)."""
+    groups = finding.match.groups
+    required, value = groups.get("req"), groups.get("value")
+    if not required or not ctx.catalog.spec(required):
+        return FixPlan()
+    if value is None:
+        note = f"{required} has no value SGLang can imply: choose one, or drop {groups['flag']}"
+        return FixPlan([], [note])
+    plan = FixPlan([Edit("set", required, value=value)])
+    if required == "--speculative-eagle-topk" and value == "1":
+        steps = _int(ctx.value("--speculative-num-steps"))
+        tokens = _int(ctx.value("--speculative-num-draft-tokens"))
+        if steps is not None and tokens is not None and tokens != steps + 1:
+            plan.edits.append(Edit("set", "--speculative-num-draft-tokens", value=str(steps + 1)))
+            plan.notes.append(
+                f"with topk 1, draft tokens = steps + 1 = {steps + 1} "
+                f"(SGLang would silently cut {tokens} to {steps + 1})"
+            )
+    return plan
+
+
+def _matching_choice(value: str, choices: tuple) -> str | None:
+    """The choice meant by `value`: same up to case and separators, or a known alias."""
+    wanted = _normalise(value)
+    for choice in choices:
+        if _normalise(str(choice)) == wanted:
+            return str(choice)
+    alias = value_aliases().get(value.lower())
+    return alias if isinstance(alias, str) and alias in map(str, choices) else None
 
 
 def _normalise(value: str) -> str:
@@ -177,6 +230,11 @@ def _parse_number(value: str, kind: str) -> str | None:
     text = value.strip().lower().replace("_", "").replace(",", "")
     if text in WORD_NUMBERS:
         return str(WORD_NUMBERS[text])
+    if text.endswith("%") and kind == "float":
+        try:
+            return f"{float(text[:-1]) / 100:g}"
+        except ValueError:
+            return None
     scale = {"k": 1000, "m": 1000_000}.get(text[-1:]) if kind == "int" else None
     try:
         if scale:
@@ -199,43 +257,87 @@ def _fix_ambiguous(message: str, ctx: FixContext) -> FixPlan | None:
     return FixPlan([], [note])
 
 
-SPEC_FLAGS = (
-    "--speculative-num-steps",
-    "--speculative-eagle-topk",
-    "--speculative-num-draft-tokens",
-)
+REQUIRED = regex.compile(r"the following arguments are required: (?P<flags>.+)$")
 
 
-def complete_speculative(finding: Finding, ctx: FixContext) -> FixPlan:
-    """Give the speculative settings SGLang needs together, consistently.
+def _fix_required(message: str, ctx: FixContext) -> FixPlan | None:
+    """A required flag missing while a lone positional is there: name the positional.
 
-    With topk 1 the draft is a chain: draft tokens = steps + 1. With topk > 1 the
-    tree needs at least (draft tokens - 1) / topk steps.
+    `sglang serve /models/x` (vLLM's `vllm serve MODEL` habit) means --model-path.
+    """
+    found = REQUIRED.search(message)
+    if not found:
+        return None
+    required = [_first_long(f.strip()) for f in found["flags"].split(",")]
+    positionals = ctx.command.positionals
+    if required != ["--model-path"] or len(positionals) != 1:
+        return FixPlan([], [f"add {', '.join(required)}"])
+    note = f"{positionals[0]} was given as a positional argument; SGLang wants --model-path"
+    return FixPlan([Edit("rename", positionals[0], to="--model-path")], [note])
+
+
+MISSING_VALUE = regex.compile(r"argument (?P<flag>[-\w/ ]+): expected one argument")
+
+
+def _fix_missing_value(message: str, ctx: FixContext) -> FixPlan | None:
+    """A flag written without its value: derive it for the speculative trio, else say so."""
+    found = MISSING_VALUE.search(message)
+    if not found:
+        return None
+    flag = _first_long(found["flag"].strip())
+    derived = speculative_values(ctx).get(flag)
+    if derived is None:
+        spec = ctx.catalog.spec(flag)
+        default = f" (SGLang's default is {spec.default!r})" if spec else ""
+        return FixPlan([], [f"{flag} was given without a value{default}: add one or drop it"])
+    note = f"{flag} was given without a value; {derived} fits the other speculative settings"
+    return FixPlan([Edit("set", flag, value=derived)], [note])
+
+
+def speculative_values(ctx: FixContext) -> dict[str, str]:
+    """Values for the missing members of the speculative trio that fit the given ones.
+
+    With topk 1 the draft is a chain: draft tokens = steps + 1. With topk > 1 the steps
+    are the tree's depth, independent of the token budget: 3, SGLang's usual depth (fewer
+    only when the budget is smaller). With neither steps nor draft tokens: 3 steps.
     """
     steps = _int(ctx.value("--speculative-num-steps"))
     topk = _int(ctx.value("--speculative-eagle-topk"))
     tokens = _int(ctx.value("--speculative-num-draft-tokens"))
-    if steps is not None and ctx.typed("--speculative-num-steps"):
-        return FixPlan()
-    topk_value = topk if topk is not None else 1
-    if tokens is None:
-        steps, tokens = 3, 4 if topk_value == 1 else None
-    elif topk_value == 1:
-        steps = max(tokens - 1, 1)
-    else:
-        steps = max(math.ceil((tokens - 1) / topk_value), 1)
-    plan = FixPlan([Edit("add", "--speculative-num-steps", value=str(steps))])
-    relation = (
-        "draft tokens = steps + 1" if topk_value == 1 else "steps >= (draft tokens - 1) / topk"
-    )
-    plan.notes.append(
-        f"with --speculative-eagle-topk {topk_value}, SGLang needs {relation}: "
-        f"--speculative-num-steps {steps}"
-    )
-    if topk is None and ctx.typed("--speculative-num-draft-tokens"):
-        plan.edits.append(Edit("add", "--speculative-eagle-topk", value="1"))
-    if tokens is not None and not ctx.typed("--speculative-num-draft-tokens"):
-        plan.edits.append(Edit("add", "--speculative-num-draft-tokens", value=str(tokens)))
+    values: dict[str, str] = {}
+    if topk is None:
+        values["--speculative-eagle-topk"] = "1"
+    per_step = topk or 1
+    if steps is None and tokens is not None:
+        chain = max(tokens - 1, 1)
+        values["--speculative-num-steps"] = str(chain if per_step == 1 else min(3, chain))
+    if steps is None and tokens is None:
+        values["--speculative-num-steps"] = "3"
+        steps = 3
+    if tokens is None and steps is not None and per_step == 1:
+        values["--speculative-num-draft-tokens"] = str(steps + 1)
+    return values
+
+
+def complete_speculative(finding: Finding, ctx: FixContext) -> FixPlan:
+    """Add the missing --speculative-num-steps / --speculative-eagle-topk, consistently.
+
+    SGLang derives the draft-token count from the steps when topk is 1, so it is never
+    added; the two it cannot do without are.
+    """
+    values = speculative_values(ctx)
+    trio = ("--speculative-num-steps", "--speculative-eagle-topk", "--speculative-num-draft-tokens")
+    plan = FixPlan(flags=[f for f in trio if ctx.typed(f)])
+    for flag in ("--speculative-num-steps", "--speculative-eagle-topk"):
+        if flag in values and not ctx.typed(flag):
+            plan.edits.append(Edit("add", flag, value=values[flag]))
+    if plan.edits:
+        topk = ctx.value("--speculative-eagle-topk") or values["--speculative-eagle-topk"]
+        relation = "draft tokens = steps + 1" if topk == "1" else "a tree of depth steps"
+        plan.notes.append(
+            f"with --speculative-eagle-topk {topk} SGLang builds {relation}; added "
+            + ", ".join(f"{e.flag} {e.value}" for e in plan.edits)
+        )
     return plan
 
 
@@ -290,10 +392,104 @@ def _float(value: str | None) -> float | None:
         return None
 
 
+BOUNDS = (
+    (regex.compile(r"must be non-negative"), 0),
+    (regex.compile(r"must be positive"), 1),
+    (regex.compile(r"must (?:be )?(?:>=|at least) ?(?P<n>-?\d+)"), None),
+)
+DERIVED_CONTEXT = regex.compile(
+    r"context_length \((?P<given>\d+)\) is greater than the derived context_length \((?P<derived>\d+)\)"
+)
+
+
+def respect_bound(finding: Finding, ctx: FixContext) -> FixPlan:
+    """A value outside the range a check names: SGLang's default if it fits, else the bound."""
+    message = finding.match.groups.get("message", "")
+    derived = DERIVED_CONTEXT.search(message)
+    if derived:
+        note = f"the model's own context length is {derived['derived']}"
+        return FixPlan([Edit("set", "--context-length", value=derived["derived"])], [note])
+    flag = next((f for f in finding.flags if ctx.typed(f)), None)
+    if flag is None:
+        return FixPlan()
+    for pattern, bound in BOUNDS:
+        found = pattern.search(message)
+        if found:
+            low = int(found["n"]) if bound is None else bound
+            spec = ctx.catalog.spec(flag)
+            default = spec.default if spec else None
+            value = default if isinstance(default, int) and default >= low else low
+            note = f"{flag} must be at least {low}; {value} is the nearest valid value"
+            return FixPlan([Edit("set", flag, value=str(value))], [note])
+    return FixPlan()
+
+
+PORT_FLAGS = ("--nccl-port", "--dist-init-addr", "--port")
+PORT_STEP = 10
+
+
+def move_port(finding: Finding, ctx: FixContext) -> FixPlan:
+    """Move the port the user chose that collides; +10 clears SGLang's derived ports."""
+    message = finding.match.line.body
+    busy = set(regex.findall(r"\b(\d{2,5})\b", message))
+    for flag in PORT_FLAGS:
+        typed = _typed_value(ctx, flag)
+        if typed is None:
+            continue
+        host, _, port = typed.rpartition(":") if flag == "--dist-init-addr" else ("", "", typed)
+        if not port.isdigit() or (busy and port not in busy and flag != "--port"):
+            continue
+        new = str(int(port) + PORT_STEP)
+        value = f"{host}:{new}" if host else new
+        note = f"port {port} of {flag} is taken; any free port works (check with `ss -ltnp`)"
+        return FixPlan([Edit("set", flag, value=value)], [note], [flag])
+    return FixPlan([], [], ["--port"])
+
+
+def _typed_value(ctx: FixContext, flag: str) -> str | None:
+    for argument in reversed(ctx.command.arguments):
+        if ctx.catalog.canonical(argument.flag) == flag:
+            return argument.value
+    return None
+
+
+PATH_FLAGS = ("--model-path", "--speculative-draft-model-path", "--tokenizer-path")
+SIMILAR_PATH = 0.8
+
+
+def nearest_path(finding: Finding, ctx: FixContext) -> FixPlan:
+    """A local path that does not exist: name its flag; propose a near-identical sibling."""
+    message = " ".join(line.body for line in finding.match.evidence)
+    for flag in PATH_FLAGS:
+        path = _typed_value(ctx, flag)
+        if not path or path not in message:
+            continue
+        return _sibling_plan(flag, path)
+    return FixPlan()
+
+
+def _sibling_plan(flag: str, path: str) -> FixPlan:
+    folder = Path(path)
+    if folder.exists() or not folder.parent.is_dir():
+        return FixPlan([], [], [flag])
+    siblings = sorted(p.name for p in folder.parent.iterdir() if p.is_dir())
+    close = difflib.get_close_matches(folder.name, siblings, n=1, cutoff=SIMILAR_PATH)
+    if not close:
+        note = f"{path} does not exist; {folder.parent} holds: {', '.join(siblings) or 'nothing'}"
+        return FixPlan([], [note], [flag])
+    new = str(folder.parent / close[0])
+    return FixPlan([Edit("set", flag, value=new)], [f"{path} does not exist; {new} does"], [flag])
+
+
 FIXES: dict[str, Callable[[Finding, FixContext], FixPlan]] = {
+    "move_port": move_port,
+    "nearest_path": nearest_path,
+    "respect_bound": respect_bound,
     "rename_unrecognized": rename_unrecognized,
     "fix_invalid_value": fix_invalid_value,
     "complete_speculative": complete_speculative,
+    "respell_algorithm": respell_algorithm,
+    "satisfy_requirement": satisfy_requirement,
     "eagle3_algorithm": eagle3_algorithm,
     "memory_fix": memory_fix,
 }

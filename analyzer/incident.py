@@ -57,13 +57,16 @@ def _split_digits(label: str) -> list[str]:
 
 def drop_redundant(incidents: list[Incident], alone_rules: set[str]) -> list[Incident]:
     """Keep one incident per decisive line (the first, i.e. the highest priority once
-    ordered), and drop `alone` incidents from inputs that have any other incident."""
+    ordered); `alone` incidents only for inputs with no other incident, one per input."""
     sources_with_cause = {i.source for i in incidents if i.rule not in alone_rules}
     kept: list[Incident] = []
     seen: set[tuple[str, int]] = set()
+    alone_seen: set[str] = set()
     for incident in incidents:
-        if incident.rule in alone_rules and incident.source in sources_with_cause:
-            continue
+        if incident.rule in alone_rules:
+            if incident.source in sources_with_cause or incident.source in alone_seen:
+                continue
+            alone_seen.add(incident.source)
         key = (incident.source, incident.line)
         if key in seen:
             continue

@@ -16,7 +16,7 @@ from analyzer.catalog import FlagCatalog
 from analyzer.model import Finding, Match
 from analyzer.rulebook import Advice, Rule
 
-TOKEN = regex.compile(r"--?[A-Za-z][\w-]*|\b[a-z]+(?:_[a-z0-9]+)+\b")
+TOKEN = regex.compile(r"(?<![\w/.-])--?[A-Za-z][\w-]*|(?<![\w/.-])[a-z]+(?:_[a-z0-9]+)+\b")
 
 
 def link(match: Match, rule: Rule, catalog: FlagCatalog) -> Finding:
@@ -38,13 +38,30 @@ def linked_flags(rule: Rule, groups: dict[str, str], catalog: FlagCatalog) -> li
     """The rule's fixed flags, then those named in its flags group, canonical and unique."""
     names = list(rule.flags)
     if rule.flags_group:
-        names.extend(TOKEN.findall(groups.get(rule.flags_group, "")))
+        text = groups.get(rule.flags_group, "")
+        names.extend(TOKEN.findall(text))
+        names.extend(_phrase_dests(text, catalog))
     flags: list[str] = []
     for name in names:
         flag = canonical_flag(name, catalog)
         if flag and flag not in flags:
             flags.append(flag)
     return flags
+
+
+WORD = regex.compile(r"[A-Za-z][A-Za-z0-9]*")
+
+
+def _phrase_dests(text: str, catalog: FlagCatalog) -> list[str]:
+    """ServerArgs fields written as prose: "Tokenizer worker num must >= 1"."""
+    words = [w.lower() for w in WORD.findall(text)]
+    found = []
+    for size in (5, 4, 3, 2):
+        for start in range(len(words) - size + 1):
+            dest = "_".join(words[start : start + size])
+            if catalog.by_dest(dest):
+                found.append(dest)
+    return found
 
 
 def canonical_flag(name: str, catalog: FlagCatalog) -> str | None:

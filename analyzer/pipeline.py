@@ -6,6 +6,7 @@ knows only its own input and output types.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from analyzer import incident as incidents_stage
@@ -14,11 +15,26 @@ from analyzer.fix import choose_command, propose
 from analyzer.link import link
 from analyzer.literal_scan import LiteralFinder, finder_for, scan_chunks
 from analyzer.match import match_rules
-from analyzer.model import Finding, Incident, InputSummary, Line, Report, ScannedLog
+from analyzer.model import (
+    Attempt,
+    Finding,
+    FlagChange,
+    Incident,
+    InputSummary,
+    Line,
+    Report,
+    ScannedLog,
+)
 from analyzer.read import TextInput, open_inputs
-from analyzer.redact import redact_report
+from analyzer.redact import redact_report, redact_text
 from analyzer.rulebook import Rule, all_triggers, load_rules
 from analyzer.scan import scan_lines
+from analyzer.transcripts.attempts import build_session
+from analyzer.transcripts.detect import FORMAT_NAMES, detect_kind
+from analyzer.transcripts.diagnose import PRIORITIES as SESSION_PRIORITIES
+from analyzer.transcripts.diagnose import diagnose
+from analyzer.transcripts.logview import scan_view
+from analyzer.transcripts.reading import read_transcript
 
 
 @dataclass
@@ -30,6 +46,7 @@ class Options:
     sglang_version: str | None = None
     redact: bool = True
     simple_scan: bool = False
+    input_format: str | None = None  # auto | log | opencode | claude | codex | text
 
 
 @dataclass
@@ -57,9 +74,18 @@ def analyze(
     summaries: list[InputSummary] = []
     found: list[Incident] = []
     last_lines: list[Line] = []
+    timeline: list[Attempt] = []
     for text_input in open_inputs(paths):
         summary = InputSummary(text_input.path)
         summaries.append(summary)
+        kind = _transcript_kind(text_input, options.input_format)
+        if kind is not None:
+            incidents, attempts, tail = _analyze_transcript(text_input, summary, kind, context)
+            found.extend(incidents)
+            timeline.extend(attempts)
+            if incidents or not last_lines:
+                last_lines = tail
+            continue
         log = _scan(text_input, summary, triggers, finder)
         if log is None:
             continue
@@ -68,7 +94,12 @@ def analyze(
         if incidents or not last_lines:
             last_lines = log.tail
     report = _finish(found, summaries, last_lines, context)
-    return redact_report(report) if options.redact else report
+    report.attempts = _classified(timeline, report.incidents)
+    if not options.redact:
+        return report
+    report = redact_report(report)
+    report.attempts = [_redacted(a) for a in report.attempts]
+    return report
 
 
 def _scan(
@@ -89,29 +120,46 @@ def _scan(
     return log
 
 
-def analyze_log(log: ScannedLog, context: _Context) -> list[Incident]:
-    """Match, link and fix one scanned input."""
+def analyze_log(
+    log: ScannedLog,
+    context: _Context,
+    launch: list[Line] | None = None,
+    command_source: str = "log",
+) -> list[Incident]:
+    """Match, link and fix one scanned input.
+
+    `launch` replaces the launch lines found in the log (a transcript knows the command
+    that wrote the log text it shows); `command_source` then names where it came from.
+    """
     incidents = []
     matches, warnings = match_rules(context.rules, log)
     log.summary.notes.extend(warnings)
     for match in matches:
         rule = context.by_id[match.rule_id]
         finding = link(match, rule, context.catalog)
-        incidents.append(_incident(finding, rule, log, context))
+        incidents.append(_incident(finding, rule, log, context, launch, command_source))
     if not incidents:
         fallback = incidents_stage.fallback_incident(log)
         incidents = [fallback] if fallback else []
     return incidents
 
 
-def _incident(finding: Finding, rule: Rule, log: ScannedLog, context: _Context) -> Incident:
+def _incident(
+    finding: Finding,
+    rule: Rule,
+    log: ScannedLog,
+    context: _Context,
+    launch: list[Line] | None = None,
+    command_source: str = "log",
+) -> Incident:
     match = finding.match
     choice = choose_command(
         context.options.command,
-        log.commands,
+        log.commands if launch is None else launch,
         log.server_args,
         context.catalog,
         before_line=match.line.number,
+        source_kind=command_source,
     )
     proposal = propose(finding, rule, choice, context.catalog, log.server_args)
     return Incident(
@@ -124,7 +172,7 @@ def _incident(finding: Finding, rule: Rule, log: ScannedLog, context: _Context) 
         ranks=list(match.ranks),
         evidence=list(match.evidence),
         span=match.span,
-        offending_flags=finding.flags,
+        offending_flags=[*finding.flags, *(f for f in proposal.flags if f not in finding.flags)],
         explanation=finding.explanation,
         advice=[*proposal.notes, *finding.advice],
         command=choice.command.render() if choice else None,
@@ -138,11 +186,105 @@ def _finish(
     found: list[Incident], summaries: list[InputSummary], last_lines: list[Line], context: _Context
 ) -> Report:
     alone = {r.id for r in context.rules if r.alone}
-    priorities = {r.id: r.priority for r in context.rules}
-    merged = incidents_stage.merge_ranks(found)
+    priorities = {**{r.id: r.priority for r in context.rules}, **SESSION_PRIORITIES}
+    merged = _per_attempt(found, incidents_stage.merge_ranks, by_ref=False)
     ordered = incidents_stage.order(merged, priorities, [s.path for s in summaries])
-    ordered = incidents_stage.drop_redundant(ordered, alone)
+    ordered = sorted(ordered, key=lambda i: i.attempt or 0)  # a session's attempts in order
+    ordered = _per_attempt(
+        ordered, lambda group: incidents_stage.drop_redundant(group, alone), by_ref=True
+    )
     warnings = [f"{s.path}: {note}" for s in summaries for note in s.notes]
     return incidents_stage.build_report(
         summaries, ordered, last_lines, warnings, context.catalog.version
     )
+
+
+# ---- session transcripts ------------------------------------------------------------------
+
+
+def _transcript_kind(text_input: TextInput, forced: str | None) -> str | None:
+    """The transcript kind of an input (None: a log); `forced` is --input-format."""
+    if forced == "log":
+        return None
+    if forced and forced != "auto":
+        return FORMAT_NAMES[forced]
+    return detect_kind(text_input)
+
+
+def _analyze_transcript(
+    text_input: TextInput, summary: InputSummary, kind: str, context: _Context
+) -> tuple[list[Incident], list[Attempt], list[Line]]:
+    """Every attempt's log text through the same match/link/fix as a log, then the
+    transcript-level findings and the timeline."""
+    summary.kind = kind
+    transcript = read_transcript(text_input, kind)
+    session = build_session(transcript.events, context.catalog.takes_value)
+    summary.lines = transcript.lines
+    summary.notes.extend([*transcript.notes, *session.notes])
+    triggers = all_triggers(context.rules)
+    view_only = {r.id for r in context.rules if r.scope == "log" and r.alone}
+    found: dict[int, list[Incident]] = {}
+    tail: list[Line] = []
+    for attempt in session.attempts:
+        launch = [Line(text_input.path, 0, attempt.launch.text, attempt.launch.text)]
+        incidents: list[Incident] = []
+        for view in attempt.views:
+            log = scan_view(view, text_input.path, triggers)
+            # a view is part of a log, possibly taken mid-startup: whole-log verdicts
+            # (empty, ended without error) are the transcript's to make, with its evidence
+            kept = [i for i in analyze_log(log, context, launch, "transcript") if i.rule not in view_only]
+            incidents.extend(kept)
+            if kept or not tail:
+                tail = log.tail
+        for incident in incidents:
+            incident.attempt = attempt.number
+        found[attempt.number] = incidents
+    diagnosis = diagnose(session, found, text_input.path, context.catalog.canonical)
+    everything = [i for number in sorted(found) for i in found[number]] + diagnosis.incidents
+    return everything, diagnosis.timeline, tail
+
+
+def _per_attempt(incidents: list[Incident], step, by_ref: bool) -> list[Incident]:
+    """Run an incident step within each input (and each attempt of a transcript), so that
+    identical failures of two attempts stay two incidents. Order is kept."""
+    groups: dict[tuple, list[Incident]] = {}
+    for incident in incidents:
+        ref = _decisive_ref(incident) if by_ref else None
+        groups.setdefault((incident.source, incident.attempt, ref), []).append(incident)
+    kept = {id(i) for group in groups.values() for i in step(group)}
+    return [i for i in incidents if id(i) in kept]
+
+
+def _decisive_ref(incident: Incident) -> str | None:
+    line = next((ln for ln in incident.evidence if ln.number == incident.line), None)
+    return line.ref if line else None
+
+
+def _classified(timeline: list[Attempt], incidents: list[Incident]) -> list[Attempt]:
+    """Each attempt's class is that of its first incident in the report's order."""
+    for attempt in timeline:
+        attempt.rule_class = next(
+            (
+                i.rule_class
+                for i in incidents
+                if i.attempt == attempt.number and i.source == attempt.source
+            ),
+            None,
+        )
+    return timeline
+
+
+def _redacted(attempt: Attempt) -> Attempt:
+    return dataclasses.replace(
+        attempt,
+        command=redact_text(attempt.command),
+        signals=[redact_text(s) for s in attempt.signals],
+        flag_diff=[
+            FlagChange(c.flag, _maybe_redact(c.before), _maybe_redact(c.after))
+            for c in attempt.flag_diff
+        ],
+    )
+
+
+def _maybe_redact(text: str | None) -> str | None:
+    return redact_text(text) if text is not None else None

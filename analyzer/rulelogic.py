@@ -111,8 +111,16 @@ def memory_phase(match: Match, log: ScannedLog) -> dict[str, str] | None:
         phase = _phase_from_frames(match) or phase
     if "Not enough memory" in text:
         phase = "kv_cache"
-    others = bool(OTHER_PROCESS.search(text))
-    return {"phase": phase, "phase_text": PHASE_TEXT[phase], "other_processes": "yes" * others}
+    # PyTorch names other processes "Process N has ..."; in a container the server itself
+    # can appear that way, so it only counts when "this process has" is reported too.
+    others = bool(OTHER_PROCESS.search(text)) and "this process has" in text
+    advice_phase = "" if others else phase
+    return {
+        "phase": phase,
+        "phase_text": PHASE_TEXT[phase],
+        "advice_phase": advice_phase,
+        "other_processes": "yes" * others,
+    }
 
 
 PHASE_TEXT = {

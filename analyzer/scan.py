@@ -34,7 +34,13 @@ CHAIN_MARKERS = (
     "The above exception was the direct cause of the following exception:",
 )
 ARGPARSE_ERROR = regex.compile(r"^(?P<prog>[\w.\- ]+): error: (?P<message>.+)$")
-STARTUP_MARKERS = ("server_args=ServerArgs(", "Load weight begin", "Init torch distributed begin")
+SERVER_ARGS_MARKERS = ("server_args=ServerArgs(", "server_args={")
+STARTUP_MARKERS = (
+    *SERVER_ARGS_MARKERS,
+    "Load weight begin",
+    "Init torch distributed begin",
+    "Init parallel begin",
+)
 READY_MARKER = "The server is fired up and ready to roll"
 PHASE_MARKERS = (
     ("Load weight begin", "weight_loading"),
@@ -59,7 +65,6 @@ LAUNCH_HINTS = ("sglang", "launch_server")
 SCANNER_LITERALS = (
     TRACEBACK_START,
     *CHAIN_MARKERS,
-    "server_args=ServerArgs(",
     *STARTUP_MARKERS,
     *(marker for marker, _ in PHASE_MARKERS),
     READY_MARKER,
@@ -94,10 +99,12 @@ def split_prefix(source: str, number: int, raw: str) -> Line:
 
 
 def parse_server_args(body: str) -> dict[str, Any] | None:
-    """Parse the `server_args=ServerArgs(k=v, ...)` repr into a dict of literals.
+    """Parse the startup record: `server_args={...}` (0.5.x) or `server_args=ServerArgs(...)`.
 
     Values that are not Python literals (enum reprs, objects) are kept as source text.
     """
+    if "server_args={" in body:
+        return _parse_server_args_dict(body[body.index("server_args={") + len("server_args=") :])
     start = body.find("ServerArgs(")
     if start < 0:
         return None
@@ -115,6 +122,24 @@ def parse_server_args(body: str) -> dict[str, Any] | None:
             settings[keyword.arg] = ast.literal_eval(keyword.value)
         except (ValueError, SyntaxError, TypeError, RecursionError):
             settings[keyword.arg] = ast.get_source_segment(body[start:].strip(), keyword.value)
+    return settings
+
+
+def _parse_server_args_dict(text: str) -> dict[str, Any] | None:
+    try:
+        node = ast.parse(text.strip(), mode="eval").body
+    except SyntaxError:
+        return None
+    if not isinstance(node, ast.Dict):
+        return None
+    settings: dict[str, Any] = {}
+    for key, value in zip(node.keys, node.values, strict=True):
+        if not isinstance(key, ast.Constant) or not isinstance(key.value, str):
+            continue
+        try:
+            settings[key.value] = ast.literal_eval(value)
+        except (ValueError, SyntaxError, TypeError, RecursionError):
+            settings[key.value] = ast.get_source_segment(text.strip(), value)
     return settings
 
 
@@ -205,6 +230,8 @@ class Scanner:
     def feed(self, line: Line) -> None:
         self._extend_context(line)
         if self.traceback is not None and self.traceback.feed(line):
+            if any(t in line.text for t in self.triggers):
+                self._add_candidate(line)
             self._remember(line)
             return
         self._finish_traceback()
@@ -249,7 +276,7 @@ class Scanner:
         if any(t in text for t in self.triggers):
             self._add_candidate(line)
         body = line.body
-        if "server_args=ServerArgs(" in body:
+        if any(marker in body for marker in SERVER_ARGS_MARKERS):
             self.log.server_args = parse_server_args(body)
             self.log.server_args_line = line
         if any(marker in body for marker in STARTUP_MARKERS):

@@ -109,7 +109,7 @@ AssertionError
         ),
         (
             "--speculative-eagle-topk 4 --speculative-num-draft-tokens 8",
-            " --speculative-num-steps 2",
+            " --speculative-num-steps 3",
         ),
         (
             "--speculative-num-draft-tokens 4",
