@@ -20,7 +20,7 @@ from analyzer.output import OutputError, write_atomically
 from analyzer.read import InputError
 from analyzer.rulebook import RuleError
 
-SUBCOMMANDS = ("analyze", "rules", "catalog")
+SUBCOMMANDS = ("analyze", "rules", "catalog", "ci")
 EXIT_USAGE = 2
 EXIT_INTERNAL = 3
 
@@ -33,6 +33,31 @@ class Format(str, Enum):
     terminal = "terminal"
     plain = "plain"
     json = "json"
+    html = "html"
+    markdown = "markdown"
+    junit = "junit"
+    github = "github"
+
+
+class FailOn(str, Enum):
+    fatal = "fatal"
+    error = "error"
+    warning = "warning"
+    info = "info"
+
+
+SHARE_FORMATS = (Format.html, Format.markdown, Format.junit, Format.github)
+
+
+class InputFormat(str, Enum):
+    """A log, or a session transcript of one of these tools."""
+
+    auto = "auto"
+    log = "log"
+    opencode = "opencode"
+    claude = "claude"
+    codex = "codex"
+    text = "text"
 
 
 def fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
@@ -63,6 +88,15 @@ def analyze(
     debug: Annotated[
         bool, typer.Option("--debug", help="Show tracebacks of internal errors.")
     ] = False,
+    html: Annotated[Path | None, typer.Option("--html", help="Also write an HTML report.")] = None,
+    markdown: Annotated[
+        Path | None, typer.Option("--markdown", help="Also write a Markdown report.")
+    ] = None,
+    junit: Annotated[Path | None, typer.Option("--junit", help="Also write JUnit XML.")] = None,
+    input_format: Annotated[
+        InputFormat,
+        typer.Option("--input-format", help="What the inputs are (auto: judged by content)."),
+    ] = InputFormat.auto,
 ) -> None:
     """Analyze SGLang logs: what failed, which flag, and the corrected command."""
     from analyzer.pipeline import Options
@@ -71,8 +105,14 @@ def analyze(
     try:
         launch = _command_text(command, command_file)
         options = Options(rules or [], launch, sglang_version, not no_redact)
+        options.input_format = input_format.value
         report = run(paths, options)
         _emit(report, format, output, paths)
+        if html or markdown or junit:
+            from analyzer.ci import write_reports
+
+            targets = {"html": html, "markdown": markdown, "junit": junit}
+            write_reports(report, targets, paths, "info")
     except (InputError, RuleError, CatalogError, OutputError) as exc:
         raise fail(str(exc)) from None
     except Exception as exc:  # noqa: BLE001 - the promise is: never a traceback
@@ -92,6 +132,11 @@ def _command_text(command: str | None, command_file: Path | None) -> str | None:
 
 
 def _emit(report, format: Format, output: Path | None, inputs: list[str]) -> None:
+    if format in SHARE_FORMATS:
+        from analyzer.ci import render_report
+
+        _write(render_report(report, format.value, "info"), output, inputs)
+        return
     if format is Format.json:
         from analyzer.formats.json_report import render_json
 
@@ -116,6 +161,55 @@ def _write(text: str, output: Path | None, inputs: list[str]) -> None:
         sys.stdout.write(text)
         return
     write_atomically(output, text, inputs)
+
+
+@app.command("ci")
+def ci(
+    paths: Annotated[
+        list[str], typer.Argument(help="Logs, folders or transcripts of the failed launch.")
+    ],
+    html: Annotated[Path | None, typer.Option("--html", help="Write an HTML report.")] = None,
+    markdown: Annotated[
+        Path | None, typer.Option("--markdown", help="Write a Markdown report.")
+    ] = None,
+    junit: Annotated[Path | None, typer.Option("--junit", help="Write JUnit XML.")] = None,
+    json: Annotated[Path | None, typer.Option("--json", help="Write the JSON report.")] = None,
+    fail_on: Annotated[
+        FailOn, typer.Option("--fail-on", help="Exit 1 from this severity up.")
+    ] = FailOn.error,
+    summary: Annotated[
+        bool, typer.Option("--summary/--no-summary", help="Append to $GITHUB_STEP_SUMMARY.")
+    ] = True,
+    rules: Annotated[list[str] | None, typer.Option("--rules", help="Extra rule folder.")] = None,
+    command: Annotated[
+        str | None, typer.Option("--command", help="The launch command used.")
+    ] = None,
+    command_file: Annotated[Path | None, typer.Option("--command-file")] = None,
+    sglang_version: Annotated[str | None, typer.Option("--sglang-version")] = None,
+    no_redact: Annotated[
+        bool, typer.Option("--no-redact", help="Keep secrets in the report.")
+    ] = False,
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show tracebacks of internal errors.")
+    ] = False,
+) -> None:
+    """CI post-mortem: write reports, the step summary and annotations; exit 1 on failure."""
+    from analyzer.ci import CiRun, post_mortem
+    from analyzer.pipeline import Options
+    from analyzer.pipeline import analyze as run
+
+    try:
+        launch = _command_text(command, command_file)
+        report = run(paths, Options(rules or [], launch, sglang_version, not no_redact))
+        reports = {"html": html, "markdown": markdown, "junit": junit, "json": json}
+        code = post_mortem(report, CiRun(paths, reports, fail_on.value, summary))
+    except (InputError, RuleError, CatalogError, OutputError) as exc:
+        raise fail(str(exc)) from None
+    except Exception as exc:  # noqa: BLE001 - the promise is: never a traceback
+        if debug:
+            raise
+        raise fail(f"internal error: {exc!r} (rerun with --debug)", EXIT_INTERNAL) from None
+    raise typer.Exit(code)
 
 
 @app.command("rules")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from analyzer.model import SCHEMA_VERSION, Incident, Line, Report
+from analyzer.model import SCHEMA_VERSION, Attempt, Incident, Line, Report
 
 
 def report_dict(report: Report) -> dict[str, Any]:
@@ -22,6 +22,7 @@ def report_dict(report: Report) -> dict[str, Any]:
             for s in report.inputs
         ],
         "incidents": [_incident(i) for i in report.incidents],
+        "attempts": [_attempt(a) for a in report.attempts],
         "last_lines": [_line(ln) for ln in report.last_lines] if _wants_tail(report) else [],
         "warnings": list(report.warnings),
     }
@@ -52,6 +53,24 @@ def _incident(incident: Incident) -> dict[str, Any]:
         "corrected_command": incident.corrected_command,
         "edits": [e.as_json() for e in incident.edits],
         "attempt": incident.attempt,
+    }
+
+
+def _attempt(attempt: Attempt) -> dict[str, Any]:
+    """One launch of a session transcript: the timeline entry."""
+    return {
+        "attempt": attempt.number,
+        "source": attempt.source,
+        "line": attempt.line,
+        "ref": attempt.ref,
+        "timestamp": attempt.timestamp,
+        "command": attempt.command,
+        "log_path": attempt.log_path,
+        "outcome": attempt.outcome,
+        "class": attempt.rule_class,
+        "signals": list(attempt.signals),
+        "diff_from": attempt.diff_from,
+        "flag_diff": [c.as_json() for c in attempt.flag_diff],
     }
 
 

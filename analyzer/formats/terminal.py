@@ -66,6 +66,7 @@ def render_plain(report: Report) -> str:
     for index, incident in enumerate(report.incidents, start=1):
         out.append("")
         out.extend(_plain_incident(index, incident))
+    out.extend(_timeline(report))
     if report.verdict == "unknown" or not report.incidents:
         out.extend(_plain_tail(report))
     for warning in report.warnings:
@@ -75,7 +76,7 @@ def render_plain(report: Report) -> str:
 
 def _plain_incident(index: int, incident: Incident) -> list[str]:
     out = [f"[{index}] {incident.severity.upper()} {incident.rule_class}: {clean(incident.title)}"]
-    where = f"    at {incident.source}:{incident.line}"
+    where = f"    at {_where(incident)}"
     if incident.ranks:
         where += f"  ranks: {', '.join(incident.ranks)}"
     out.append(where)
@@ -85,7 +86,7 @@ def _plain_incident(index: int, incident: Incident) -> list[str]:
     width = max(len(str(ln.number)) for ln in incident.evidence) if incident.evidence else 1
     for line in incident.evidence:
         out.append(f"      {line.number:>{width}} | {clean(line.text)}")
-        if line.number == incident.line and incident.span and incident.span[1] <= MAX_SHOWN:
+        if _is_decisive(line, incident) and incident.span and incident.span[1] <= MAX_SHOWN:
             start, end = incident.span
             out.append(f"      {'':>{width}} | {' ' * start}{'^' * max(end - start, 1)}")
     if incident.explanation:
@@ -94,6 +95,55 @@ def _plain_incident(index: int, incident: Incident) -> list[str]:
         out.append("    advice:")
         out.extend(f"      - {clean(a)}" for a in incident.advice)
     out.extend(_plain_commands(incident))
+    return out
+
+
+def _where(incident: Incident) -> str:
+    """`source:line`; for a transcript also the record the line is in and the attempt."""
+    where = f"{incident.source}:{incident.line}"
+    decisive = _decisive_line(incident)
+    if decisive is not None and decisive.ref:
+        where += f" ({clean(decisive.ref)})"
+    if incident.attempt is not None:
+        where += f"  attempt {incident.attempt}"
+    return where
+
+
+def _decisive_line(incident: Incident) -> Line | None:
+    return next((ln for ln in incident.evidence if ln.number == incident.line), None)
+
+
+def _is_decisive(line: Line, incident: Incident) -> bool:
+    """The line the span is on: transcript lines share numbers across records (refs)."""
+    decisive = _decisive_line(incident)
+    return decisive is not None and line.number == decisive.number and line.ref == decisive.ref
+
+
+TIMELINE_COMMAND = 160
+
+
+def _timeline(report: Report) -> list[str]:
+    """A session's launches: outcome, class, command, and what changed since one worked."""
+    out: list[str] = []
+    source = None
+    for attempt in report.attempts:
+        if attempt.source != source:
+            source = attempt.source
+            out.extend(["", f"timeline of {source}:"])
+        when = f"  {attempt.timestamp}" if attempt.timestamp else ""
+        out.append(f"  #{attempt.number} {attempt.outcome:<7} {attempt.rule_class or '-'}{when}")
+        command = " ".join(attempt.command.split())
+        if len(command) > TIMELINE_COMMAND:
+            command = command[: TIMELINE_COMMAND - 1] + "…"
+        out.append(f"     {clean(command)}")
+        if attempt.signals and attempt.outcome != "ready":
+            out.append(f"     seen: {clean('; '.join(attempt.signals))}")
+        if attempt.flag_diff:
+            changes = "; ".join(
+                f"{c.flag} {c.before or '(absent)'} -> {c.after or '(absent)'}"
+                for c in attempt.flag_diff
+            )
+            out.append(f"     changed since #{attempt.diff_from}: {clean(changes)}")
     return out
 
 
@@ -132,6 +182,8 @@ def render_rich(report: Report, console) -> None:
         console.print(
             Panel(_rich_body(incident), title=title, title_align="left", border_style=style)
         )
+    for line in _timeline(report):
+        console.print(Text(line))
     if report.verdict == "unknown" or not report.incidents:
         for line in _plain_tail(report):
             console.print(Text(line))
@@ -144,7 +196,7 @@ def _rich_body(incident: Incident):
 
     body = Text()
     body.append(clean(incident.title) + "\n", style="bold")
-    where = f"{incident.source}:{incident.line}"
+    where = _where(incident)
     body.append(where + (f"  ranks: {', '.join(incident.ranks)}" if incident.ranks else "") + "\n")
     if incident.offending_flags:
         body.append("flags: ", style="bold")
@@ -167,7 +219,7 @@ def _highlighted(line: Line, incident: Incident):
     from rich.text import Text
 
     text = Text(clean(line.text))
-    if line.number == incident.line and incident.span and incident.span[1] <= MAX_SHOWN:
+    if _is_decisive(line, incident) and incident.span and incident.span[1] <= MAX_SHOWN:
         text.stylize("bold red", *incident.span)
     return text
 
