@@ -43,7 +43,11 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[^a-z0-9\s])")
 
 
 def make_parser() -> argparse.ArgumentParser:
-    """The parser `prepare_server_args` builds, options registered by SGLang itself."""
+    """The parser `prepare_server_args` builds, options registered by SGLang itself.
+
+    `load_plugins()` is deliberately not called (launch_server calls it first):
+    the catalog describes stock SGLang, not whatever plugins this machine has.
+    """
     from sglang.srt.server_args import ServerArgs
 
     parser = argparse.ArgumentParser(prog=PROG)
@@ -57,8 +61,11 @@ def build_catalog() -> dict[str, Any]:
 
     parser = make_parser()
     options = [_describe_action(parser, action) for action in parser._actions]
-    options.sort(key=lambda option: option["option_strings"][0] if option["option_strings"]
-                 else option["dest"])
+    options.sort(
+        key=lambda option: (
+            option["option_strings"][0] if option["option_strings"] else option["dest"]
+        )
+    )
     return {
         "sglang_version": getattr(sglang, "__version__", None),
         "built": datetime.date.today().isoformat(),
@@ -70,7 +77,7 @@ def build_catalog() -> dict[str, Any]:
 
 
 def write_catalog(path: str) -> None:
-    """Build the catalog and write it as sorted-key-free, stable, indented JSON."""
+    """Build the catalog and write it as indented JSON (keys in schema order, options sorted)."""
     catalog = build_catalog()
     with open(path, "w", encoding="utf-8") as handle:
         json.dump(catalog, handle, indent=1, ensure_ascii=False)

@@ -20,7 +20,7 @@ from analyzer.output import OutputError, write_atomically
 from analyzer.read import InputError
 from analyzer.rulebook import RuleError
 
-SUBCOMMANDS = ("analyze", "rules", "catalog", "ci")
+SUBCOMMANDS = ("analyze", "rules", "catalog", "ci", "metrics", "compare")
 EXIT_USAGE = 2
 EXIT_INTERNAL = 3
 
@@ -210,6 +210,96 @@ def ci(
             raise
         raise fail(f"internal error: {exc!r} (rerun with --debug)", EXIT_INTERNAL) from None
     raise typer.Exit(code)
+
+
+class MetricsFormat(str, Enum):
+    terminal = "terminal"
+    plain = "plain"
+    json = "json"
+
+
+@app.command("metrics")
+def metrics(
+    paths: Annotated[list[str], typer.Argument(help="Server logs, folders, .gz, or - for stdin.")],
+    series: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Also write the batch series (.csv or .parquet)."),
+    ] = None,
+    format: Annotated[
+        MetricsFormat, typer.Option("--format", "-f", help="Summary format.")
+    ] = MetricsFormat.terminal,
+    workers: Annotated[
+        int | None, typer.Option("--workers", help="Processes for big files (default: CPUs).")
+    ] = None,
+    no_redact: Annotated[
+        bool, typer.Option("--no-redact", help="Keep secrets in the output.")
+    ] = False,
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show tracebacks of internal errors.")
+    ] = False,
+) -> None:
+    """Throughput, speculative acceptance and startup phases of each run."""
+    from analyzer.compare import redact_incident, redact_run, spec_findings
+    from analyzer.formats import metrics_table
+    from analyzer.metrics import extract_paths, write_series
+
+    try:
+        runs = extract_paths(paths, keep_series=series is not None, workers=workers)
+        if series is not None:
+            rows = write_series(runs, series, paths)
+            typer.echo(f"wrote {rows} rows to {series}", err=True)
+        findings = [f for run in runs for f in spec_findings(run)]
+        if not no_redact:
+            runs, findings = [redact_run(r) for r in runs], [redact_incident(f) for f in findings]
+        if format is MetricsFormat.json:
+            text = metrics_table.render_json(metrics_table.metrics_dict(runs, findings))
+        else:
+            text = metrics_table.render_metrics_plain(runs, findings)
+        sys.stdout.write(text)
+    except (InputError, OutputError) as exc:
+        raise fail(str(exc)) from None
+    except Exception as exc:  # noqa: BLE001 - the promise is: never a traceback
+        if debug:
+            raise
+        raise fail(f"internal error: {exc!r} (rerun with --debug)", EXIT_INTERNAL) from None
+
+
+@app.command("compare")
+def compare_runs(
+    paths: Annotated[list[str], typer.Argument(help="Server logs of the runs to compare.")],
+    format: Annotated[
+        MetricsFormat, typer.Option("--format", "-f", help="Output format.")
+    ] = MetricsFormat.terminal,
+    workers: Annotated[
+        int | None, typer.Option("--workers", help="Processes for big files (default: CPUs).")
+    ] = None,
+    no_redact: Annotated[
+        bool, typer.Option("--no-redact", help="Keep secrets in the output.")
+    ] = False,
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show tracebacks of internal errors.")
+    ] = False,
+) -> None:
+    """Runs side by side: differing settings, metrics, the best run, speculation's speed-up."""
+    from analyzer.compare import compare, redact_comparison
+    from analyzer.formats import metrics_table
+    from analyzer.metrics import extract_paths
+
+    try:
+        comparison = compare(extract_paths(paths, workers=workers))
+        if not no_redact:
+            comparison = redact_comparison(comparison)
+        if format is MetricsFormat.json:
+            text = metrics_table.render_json(metrics_table.compare_dict(comparison))
+        else:
+            text = metrics_table.render_compare_plain(comparison)
+        sys.stdout.write(text)
+    except InputError as exc:
+        raise fail(str(exc)) from None
+    except Exception as exc:  # noqa: BLE001 - the promise is: never a traceback
+        if debug:
+            raise
+        raise fail(f"internal error: {exc!r} (rerun with --debug)", EXIT_INTERNAL) from None
 
 
 @app.command("rules")

@@ -56,7 +56,7 @@ def _phrase_dests(text: str, catalog: FlagCatalog) -> list[str]:
     """ServerArgs fields written as prose: "Tokenizer worker num must >= 1"."""
     words = [w.lower() for w in WORD.findall(text)]
     found = []
-    for size in (5, 4, 3, 2):
+    for size in (5, 4, 3):
         for start in range(len(words) - size + 1):
             dest = "_".join(words[start : start + size])
             if catalog.by_dest(dest):

@@ -119,6 +119,8 @@ class ScannedLog:
     startup_began: bool = False
     ready: Line | None = None
     exit_status: str | None = None
+    # `Load weight end. ... type=Arch` lines: which classes were loaded (a draft's among them)
+    weight_loads: list[Line] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -185,6 +187,41 @@ class Incident:
     attempt: int | None = None
 
 
+@dataclass(frozen=True)
+class FlagChange:
+    """One difference between two launch commands (`before`/`after` None: absent)."""
+
+    flag: str
+    before: str | None
+    after: str | None
+
+    def as_json(self) -> dict[str, Any]:
+        return {"flag": self.flag, "before": self.before, "after": self.after}
+
+
+@dataclass
+class Attempt:
+    """One launch in a session transcript, for the report's timeline.
+
+    `outcome` is ready | failed | stopped | unknown; `rule_class` is the class of the
+    attempt's first incident. `flag_diff` compares the command with `diff_from`, the last
+    attempt before it that came up.
+    """
+
+    number: int
+    source: str
+    line: int
+    ref: str | None
+    timestamp: str | None
+    command: str
+    log_path: str | None
+    outcome: str
+    rule_class: str | None = None
+    signals: list[str] = field(default_factory=list)
+    diff_from: int | None = None
+    flag_diff: list[FlagChange] = field(default_factory=list)
+
+
 @dataclass
 class Report:
     """The whole analysis: inputs, incidents root cause first, and the fallback view."""
@@ -195,3 +232,4 @@ class Report:
     last_lines: list[Line] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     catalog_version: str | None = None
+    attempts: list[Attempt] = field(default_factory=list)

@@ -221,6 +221,8 @@ def _analyze_transcript(
     session = build_session(transcript.events, context.catalog.takes_value)
     summary.lines = transcript.lines
     summary.notes.extend([*transcript.notes, *session.notes])
+    if not session.attempts:
+        summary.notes.append("no SGLang launch found in this transcript")
     triggers = all_triggers(context.rules)
     view_only = {r.id for r in context.rules if r.scope == "log" and r.alone}
     found: dict[int, list[Incident]] = {}
@@ -232,7 +234,8 @@ def _analyze_transcript(
             log = scan_view(view, text_input.path, triggers)
             # a view is part of a log, possibly taken mid-startup: whole-log verdicts
             # (empty, ended without error) are the transcript's to make, with its evidence
-            kept = [i for i in analyze_log(log, context, launch, "transcript") if i.rule not in view_only]
+            found_here = analyze_log(log, context, launch, "transcript")
+            kept = [i for i in found_here if i.rule not in view_only]
             incidents.extend(kept)
             if kept or not tail:
                 tail = log.tail

@@ -79,6 +79,9 @@ MAX_CANDIDATES = 2000
 MAX_TRACEBACKS = 200
 MAX_TRACEBACK_LINES = 400
 MAX_MESSAGE_LINES = 10
+# `Load weight end` is a phase marker (in SCANNER_LITERALS); one per rank and model.
+WEIGHTS_LOADED = "Load weight end"
+MAX_WEIGHT_LOADS = 64
 
 
 def split_prefix(source: str, number: int, raw: str) -> Line:
@@ -286,6 +289,8 @@ class Scanner:
                 self.log.phases.append((line.number, phase))
         if READY_MARKER in body and self.log.ready is None:
             self.log.ready = line
+        if WEIGHTS_LOADED in body and len(self.log.weight_loads) < MAX_WEIGHT_LOADS:
+            self.log.weight_loads.append(line)
         if "xit code" in body or "xited with code" in body:
             exit_status = EXIT_STATUS.search(body)
             if exit_status:

@@ -56,7 +56,9 @@ def test_directory_without_logs(tmp_path):
 
 def test_directory_reads_its_logs_in_order(tmp_path):
     (tmp_path / "b.log").write_text(ARGPARSE_LOG)
-    (tmp_path / "a.txt").write_text("[2026-01-01 10:00:00] The server is fired up and ready to roll!\n")
+    (tmp_path / "a.txt").write_text(
+        "[2026-01-01 10:00:00] The server is fired up and ready to roll!\n"
+    )
     report = json_report(run(str(tmp_path), "--format", "json"))
     assert [Path(i["path"]).name for i in report["inputs"]] == ["a.txt", "b.log"]
     assert report["incidents"][0]["class"] == "argparse_unrecognized"

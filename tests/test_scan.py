@@ -25,7 +25,9 @@ def test_prefix_with_any_subset_of_ranks():
 
 def test_ray_actor_prefix_and_ansi_colours_are_split_off():
     line = split_prefix(
-        "t.log", 1, "(SchedulerActor pid=4242, ip=10.0.0.5) \x1b[33m[2026-02-23 18:05:01 TP2] hi\x1b[0m"
+        "t.log",
+        1,
+        "(SchedulerActor pid=4242, ip=10.0.0.5) \x1b[33m[2026-02-23 18:05:01 TP2] hi\x1b[0m",
     )
     assert line.actor == "SchedulerActor pid=4242"
     assert line.ranks == (("TP", 2),)

@@ -1,0 +1,292 @@
+"""Runs side by side: which configuration is fastest, and does speculation pay off?
+
+Takes RunMetrics (analyzer.metrics) and returns a Comparison: the configuration keys
+that differ, the best run, each speculative run's speed-up against a run without
+speculation, and `spec_slowdown` findings as Incidents, so they render like any other.
+
+The break-even is derived only from what was measured. A plain decode step yields one
+token per request; a speculative step yields `accept len` tokens (SGLang counts the
+bonus token). With plain throughput B, speculative throughput S and mean accept
+length A, one speculative step costs c = A * B / S plain steps, so speculation pays
+off exactly when A > c. For one measured pair that is the same test as S > B; the
+finding states both, because c is what tells how much acceptance has to improve.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from analyzer.metrics import CONFIG_KEYS, RunMetrics
+from analyzer.model import Incident, Line
+from analyzer.redact import redact_text
+
+RULE_CLASS = "spec_slowdown"
+RULE_ID = "spec-slowdown"
+LOAD_MISMATCH = 1.25
+SPEC_FLAGS = (
+    ("algorithm", "--speculative-algorithm"),
+    ("draft", "--speculative-draft-model-path"),
+    ("num_steps", "--speculative-num-steps"),
+    ("eagle_topk", "--speculative-eagle-topk"),
+    ("num_draft_tokens", "--speculative-num-draft-tokens"),
+)
+
+
+@dataclass(frozen=True)
+class SpeedUp:
+    """A speculative run against the baseline: throughput ratio and the break-even."""
+
+    run: int
+    baseline: int
+    ratio: float
+    accept_len: float | None
+    break_even: float | None
+
+
+@dataclass
+class Comparison:
+    runs: list[RunMetrics]
+    columns: list[str]
+    best: int | None
+    baseline: int | None
+    speedups: list[SpeedUp] = field(default_factory=list)
+    findings: list[Incident] = field(default_factory=list)
+
+
+def median_throughput(run: RunMetrics) -> float | None:
+    stat = run.decode.gen_throughput
+    return stat.median if stat else None
+
+
+def compare(runs: list[RunMetrics]) -> Comparison:
+    """Compare runs; the baseline is the fastest run without speculation (same model first)."""
+    columns = [k for k in CONFIG_KEYS if len({_key(r.config.get(k)) for r in runs}) > 1]
+    measured = [i for i, r in enumerate(runs) if (median_throughput(r) or 0) > 0]
+    best = max(measured, key=lambda i: median_throughput(runs[i]), default=None)
+    comparison = Comparison(runs, columns, best, None)
+    for index, run in enumerate(runs):
+        if not run.speculative:
+            continue
+        if index not in measured:
+            comparison.findings += spec_findings(run)
+            continue
+        baseline = _baseline(runs, measured, run)
+        if baseline is None:
+            comparison.findings += spec_findings(run)
+            continue
+        comparison.baseline = comparison.baseline if comparison.baseline is not None else baseline
+        speedup = _speedup(runs, index, baseline)
+        comparison.speedups.append(speedup)
+        comparison.findings += spec_findings(run, runs[baseline], speedup)
+    return comparison
+
+
+def _key(value: object) -> str:
+    return repr(value)
+
+
+def _baseline(runs: list[RunMetrics], measured: list[int], run: RunMetrics) -> int | None:
+    plain = [i for i in measured if not runs[i].speculative]
+    same_model = [i for i in plain if runs[i].config.get("model") == run.config.get("model")]
+    pool = same_model or plain
+    return max(pool, key=lambda i: median_throughput(runs[i]), default=None)
+
+
+def _speedup(runs: list[RunMetrics], index: int, baseline: int) -> SpeedUp:
+    spec, plain = median_throughput(runs[index]), median_throughput(runs[baseline])
+    accept = runs[index].decode.accept_len.mean if runs[index].decode.accept_len else None
+    ratio = spec / plain
+    break_even = accept * plain / spec if accept is not None else None
+    return SpeedUp(index, baseline, ratio, accept, break_even)
+
+
+# ---- the finding ------------------------------------------------------------------------
+
+
+def spec_findings(
+    run: RunMetrics, baseline: RunMetrics | None = None, speedup: SpeedUp | None = None
+) -> list[Incident]:
+    """`spec_slowdown` for a speculative run that is slower than the baseline, or whose
+    acceptance cannot pay for drafting whatever the baseline (mean accept length <= 1)."""
+    if not run.speculative or run.decode.accept_len is None:
+        return []
+    accept = run.decode.accept_len.mean
+    if speedup is not None and baseline is not None and speedup.ratio < 1:
+        title = (
+            f"Speculative decoding is slower than no speculation: {median_throughput(run):.2f} "
+            f"vs {median_throughput(baseline):.2f} tok/s ({speedup.ratio:.2f}x)"
+        )
+        explanation = _slower_explanation(run, baseline, speedup)
+    elif accept is not None and accept <= 1.0:
+        title = f"Speculative decoding accepts no draft tokens (mean accept length {accept:.2f})"
+        explanation = (
+            f"The mean accept length is {accept:.2f}: on average no drafted token was accepted, "
+            "so each speculative step produced the single token a plain decode step produces, "
+            "and paid for drafting and verifying on top. A plain step yields one token, so the "
+            "break-even accept length is above 1 for any drafter; this run cannot be faster "
+            "than the same server without speculation."
+        )
+    else:
+        return []
+    return [_incident(run, baseline, title, explanation)]
+
+
+def _slower_explanation(run: RunMetrics, baseline: RunMetrics, speedup: SpeedUp) -> str:
+    spec, plain = median_throughput(run), median_throughput(baseline)
+    algorithm = run.config.get("algorithm") or "speculative"
+    text = (
+        f"{run.source} ({algorithm}) decoded at a median {spec:.2f} tok/s; {baseline.source} "
+        f"without speculation at {plain:.2f} tok/s."
+    )
+    if speedup.break_even is not None and speedup.accept_len is not None:
+        text += (
+            " A plain decode step yields one token per request, a speculative step yields the "
+            f"accept length ({speedup.accept_len:.2f} on average here). At the measured speeds "
+            f"one speculative step costs {speedup.accept_len:.2f} x {plain:.2f} / {spec:.2f} = "
+            f"{speedup.break_even:.2f} plain steps, so speculation breaks even at a mean accept "
+            f"length of {speedup.break_even:.2f}; this run reached {speedup.accept_len:.2f}."
+        )
+    caveat = _load_caveat(run, baseline)
+    return text + (" " + caveat if caveat else "")
+
+
+def _load_caveat(run: RunMetrics, baseline: RunMetrics) -> str | None:
+    """Throughput only compares under a comparable load; say so when the loads differ."""
+    mine, theirs = run.decode.running_req, baseline.decode.running_req
+    if not mine or not theirs or not mine.median or not theirs.median:
+        return None
+    high, low = max(mine.median, theirs.median), min(mine.median, theirs.median)
+    notes = []
+    if high > low * LOAD_MISMATCH:
+        notes.append(
+            f"the runs served different loads (median running requests {mine.median:g} vs "
+            f"{theirs.median:g}), so part of the gap may be the load, not speculation"
+        )
+    if run.config.get("model") != baseline.config.get("model"):
+        notes.append("the runs serve different models")
+    return ("Caveat: " + "; ".join(notes) + ".") if notes else None
+
+
+def _incident(run: RunMetrics, baseline: RunMetrics | None, title: str, why: str) -> Incident:
+    evidence = [ln for ln in (run.first_decode, baseline.first_decode if baseline else None) if ln]
+    flags = [flag for key, flag in SPEC_FLAGS if run.config.get(key) is not None]
+    line = run.first_decode.number if run.first_decode else (run.server_args_line or 0)
+    return Incident(
+        rule_class=RULE_CLASS,
+        rule=RULE_ID,
+        title=title,
+        severity="warning",
+        source=run.source,
+        line=line,
+        ranks=[],
+        evidence=evidence,
+        span=None,
+        offending_flags=flags,
+        explanation=why,
+        advice=spec_advice(run),
+    )
+
+
+def spec_advice(run: RunMetrics) -> list[str]:
+    """What is known to raise speculative speed, filled with this run's own numbers only."""
+    config, decode = run.config, run.decode
+    accept = decode.accept_len.mean if decode.accept_len else None
+    advice = [
+        "Use a drafter trained for this target model and this traffic: acceptance depends on "
+        "how well the draft head predicts the target, and a head trained on more (and "
+        "in-domain) data accepts more tokens per step (--speculative-draft-model-path)."
+    ]
+    drafts = config.get("num_draft_tokens")
+    if drafts and accept is not None:
+        advice.append(
+            f"Draft fewer tokens: each step verifies {drafts} draft tokens and keeps "
+            f"{accept:.2f} (bonus token included); tokens past the accepted prefix are verified "
+            "for nothing. Lower --speculative-num-draft-tokens, and --speculative-num-steps "
+            "with it."
+        )
+    else:
+        advice.append(
+            "Draft fewer tokens (--speculative-num-draft-tokens, --speculative-num-steps): "
+            "tokens past the accepted prefix are verified for nothing."
+        )
+    topk = config.get("eagle_topk")
+    advice.append(
+        (
+            f"Revisit --speculative-eagle-topk (now {topk}): "
+            if topk
+            else "Revisit --speculative-eagle-topk: "
+        )
+        + "topk 1 drafts a single chain, the cheapest to verify; a larger topk drafts a tree "
+        "that can raise acceptance but costs more per step, most of all at large batch sizes."
+    )
+    advice += _graph_advice(run)
+    running = decode.running_req.median if decode.running_req else None
+    if running and running > 1:
+        advice.append(
+            f"Speculation gains most at small batch sizes; at a median of {running:g} running "
+            "requests the target is closer to compute-bound and verification costs more."
+        )
+    return advice
+
+
+def _graph_advice(run: RunMetrics) -> list[str]:
+    share = run.decode.graph_share
+    if run.config.get("cuda_graph") is False:
+        return [
+            "CUDA graphs are off (--disable-cuda-graph): speculative steps launch many small "
+            "kernels, so turn them back on."
+        ]
+    if share is not None and share < 1:
+        limit = run.config.get("max_running_requests")
+        served = f" (up to {limit} running requests)" if limit else ""
+        return [
+            f"Only {share:.0%} of decode batches ran in a CUDA graph: raise --cuda-graph-max-bs "
+            f"to cover the batch sizes served{served}."
+        ]
+    return []
+
+
+# ---- redaction --------------------------------------------------------------------------
+
+
+def redact_run(run: RunMetrics) -> RunMetrics:
+    """A copy with secrets masked in everything a report shows (paths, config, lines)."""
+    config = {k: redact_text(v) if isinstance(v, str) else v for k, v in run.config.items()}
+    return dataclasses.replace(
+        run,
+        source=redact_text(run.source),
+        config=config,
+        notes=[redact_text(n) for n in run.notes],
+        first_decode=_redact_line(run.first_decode),
+    )
+
+
+def redact_incident(incident: Incident) -> Incident:
+    return dataclasses.replace(
+        incident,
+        title=redact_text(incident.title),
+        source=redact_text(incident.source),
+        explanation=redact_text(incident.explanation),
+        advice=[redact_text(a) for a in incident.advice],
+        evidence=[_redact_line(ln) for ln in incident.evidence],
+    )
+
+
+def redact_comparison(comparison: Comparison) -> Comparison:
+    return dataclasses.replace(
+        comparison,
+        runs=[redact_run(r) for r in comparison.runs],
+        findings=[redact_incident(i) for i in comparison.findings],
+    )
+
+
+def _redact_line(line: Line | None) -> Line | None:
+    if line is None:
+        return None
+    return dataclasses.replace(
+        line,
+        source=redact_text(line.source),
+        text=redact_text(line.text),
+        body=redact_text(line.body),
+    )

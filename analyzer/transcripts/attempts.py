@@ -1,0 +1,745 @@
+"""From a transcript's events to launch attempts and what the session saw of each.
+
+Every SGLang launch is an attempt: directly, inside `ssh host '...'` or `bash -c '...'`,
+or in a script written with a heredoc (or an editor tool) and run later. An attempt
+owns what followed it until the next launch: looks at its log (cat/tail/grep/less of the
+path it redirects to; a foreground launch's own output), `ls` of that path, pgrep/ps,
+nvidia-smi, health polls, kills, and the user's words ("crashed"). The last nvidia-smi
+before a launch (not followed by a kill) is kept as the GPUs' state at the launch.
+
+Output of a compound command is split into the parts each command printed: at `echo`
+markers when the command prints them (`ls ...; echo ---; pgrep ...`), else by the shape
+of each diagnostic's lines. Everything kept is bounded: a huge transcript is streamed
+and only the attempts' evidence stays in memory.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from fnmatch import fnmatch
+from typing import Any
+
+import regex
+
+from analyzer.command import LaunchCommand, parse_launch_command
+from analyzer.model import Line
+from analyzer.scan import READY_MARKER
+from analyzer.transcripts import diagnostics, shell
+from analyzer.transcripts.diagnostics import NumberedLine
+from analyzer.transcripts.model import Event, FileWrite, ShellCall, UserMessage
+
+TakesValue = Callable[[str], "bool | None"]
+
+READY_SIGNS = (READY_MARKER, "Uvicorn running on")
+LOG_READERS = frozenset(
+    {
+        "cat",
+        "tail",
+        "head",
+        "less",
+        "more",
+        "grep",
+        "egrep",
+        "fgrep",
+        "rg",
+        "awk",
+        "sed",
+        "tac",
+        "bat",
+    }
+)
+PARTIAL_READERS = frozenset({"tail", "head", "grep", "egrep", "fgrep", "rg", "awk", "sed"})
+PROCESS_TOOLS = frozenset({"pgrep", "ps"})
+KILLERS = frozenset({"kill", "pkill", "killall", "fuser"})
+LOOPS = frozenset({"for", "while", "until"})
+ENTRY_MODULES = frozenset({"sglang.launch_server", "sglang_router.launch_server"})
+PYTHON = regex.compile(r"python(?:\d+(?:\.\d+)*)?")
+HELP_FLAGS = frozenset({"--help", "-h", "--version"})
+LOGGY = regex.compile(r"(?:\.log|\.out|\.err|\.txt)$|log")
+MARKER_TEXT = regex.compile(r"^[-=#*_~+. ]*[\w .:/()\[\]-]{0,60}[-=#*_~+. ]*$")
+USER_REPORT = regex.compile(
+    r"(?i)\b(?:crash(?:ed|es|ing)?|died|dead|down|killed|oom|not (?:up|starting|responding)"
+    r"|hangs?|hanging|hung|stuck|fail(?:ed|s|ing)?|broke(?:n)?|no response|timed? ?out)\b"
+)
+HANG_WORDS = regex.compile(r"(?i)\b(?:hangs?|hanging|hung|stuck|no response|timed? ?out)\b")
+SHELL_ERRORS = (
+    ("nohup_failed", regex.compile(r"nohup: failed to run command [‘'`](?P<what>[^’'`]+)[’'`]: (?P<why>.+)")),
+    ("no_module", regex.compile(r"(?P<what>\S*python[\d.]*): No module named (?P<module>\S+)")),
+    ("no_module", regex.compile(r"ModuleNotFoundError: No module named '(?P<module>sglang[\w.]*)'")),
+    ("not_found", regex.compile(r"(?:bash|sh|zsh|nohup)(?:: line \d+)?: (?P<what>[^:\s]+): (?:command )?not found")),
+    ("no_such_file", regex.compile(r"(?:bash|sh|zsh)(?:: line \d+)?: (?P<what>[^:]+): No such file or directory")),
+    ("permission", regex.compile(r"(?:bash|sh|zsh|nohup)(?:: line \d+)?: (?P<what>[^:]+): Permission denied")),
+    ("syntax", regex.compile(r"(?:bash|sh|zsh)(?:: -c)?: (?:line \d+: )?(?P<what>syntax error.*|unexpected EOF while looking for matching .+)")),
+    ("ssh_failed", regex.compile(r"(?P<what>ssh: (?:connect to host .+|Could not resolve hostname .+)|Permission denied \(publickey.*\))")),
+)  # fmt: skip
+MAX_ATTEMPTS = 500
+MAX_VIEWS = 50
+MAX_VIEW_LINES = 20_000
+VIEW_HEAD_LINES = 2_000
+MAX_OBSERVATIONS = 200
+MAX_COMMAND_CHARS = 200_000
+
+
+@dataclass
+class LogView:
+    """Log text the session saw for an attempt: the launch's own output or a later look."""
+
+    how: str
+    command: str
+    lines: list[NumberedLine]
+    ref: str | None
+    timestamp: str | None
+    partial: bool
+
+
+@dataclass
+class Observation:
+    """One diagnostic fact, with the transcript lines it rests on.
+
+    kind: ls | processes | gpus | health | kill | kernel_kill | shell_error | user
+    """
+
+    kind: str
+    data: Any
+    lines: list[NumberedLine]
+    ref: str | None
+    timestamp: str | None
+    command: str = ""
+    command_line: NumberedLine | None = None
+
+
+@dataclass
+class Launch:
+    """Where and how an attempt was launched.
+
+    `text` is what the session ran (the statement holding the launch; for a script, the
+    script's launch line); `parsed` is SGLang's command read from it (None when the shell
+    text is too broken to read one); `problems` are shell readings nobody meant.
+    """
+
+    call: ShellCall
+    text: str
+    parsed: LaunchCommand | None
+    log_path: str | None
+    background: bool
+    problems: list[shell.Problem]
+    lines: list[tuple[NumberedLine, str | None]]
+    ref: str | None
+    script: str | None = None
+    interpreter: str | None = None
+
+
+@dataclass
+class Attempt:
+    number: int
+    launch: Launch
+    views: list[LogView] = field(default_factory=list)
+    observations: list[Observation] = field(default_factory=list)
+    gpus_before: Observation | None = None
+    dropped_views: int = 0
+
+    @property
+    def timestamp(self) -> str | None:
+        return self.launch.call.timestamp
+
+    def launch_lines(self, source: str) -> list[Line]:
+        """The transcript lines of the launch command (ref: the record's command)."""
+        return [Line(source, n, t, t, ref=ref) for (n, t), ref in self.launch.lines]
+
+    def of_kind(self, kind: str) -> list[Observation]:
+        return [o for o in self.observations if o.kind == kind]
+
+    def ready(self) -> bool:
+        """The server came up: its ready line was seen or a health poll answered."""
+        if any(sign in text for v in self.views for _, text in v.lines for sign in READY_SIGNS):
+            return True
+        return any(o.data.ok for o in self.of_kind("health"))
+
+
+@dataclass
+class Session:
+    attempts: list[Attempt]
+    notes: list[str]
+    made_dirs: set[str]
+
+
+@dataclass
+class _Script:
+    """A script the session wrote: its text and where that text sits in the transcript."""
+
+    text: str
+    ref: str | None
+    first_line: int
+
+
+class SessionBuilder:
+    """Consumes events in order; keeps only attempts and their bounded evidence."""
+
+    def __init__(self, takes_value: TakesValue | None = None) -> None:
+        self.takes_value = takes_value
+        self.attempts: list[Attempt] = []
+        self.scripts: dict[str, _Script] = {}
+        self.made_dirs: set[str] = set()
+        self.last_gpus: Observation | None = None
+        self.notes: list[str] = []
+        self.before_launch = False
+
+    def feed(self, event: Event) -> None:
+        if isinstance(event, ShellCall):
+            self._call(event)
+        elif isinstance(event, UserMessage):
+            self._user(event)
+        elif isinstance(event, FileWrite):
+            self.scripts[event.path] = _Script(event.content, event.ref, 1)
+
+    def finish(self) -> Session:
+        if len(self.attempts) >= MAX_ATTEMPTS:
+            self.notes.append(f"only the first {MAX_ATTEMPTS} launches were followed")
+        return Session(self.attempts, self.notes, self.made_dirs)
+
+    # ---- events
+
+    def _user(self, message: UserMessage) -> None:
+        if self.attempts and len(message.text) <= 500 and USER_REPORT.search(message.text):
+            number = message.line if message.line is not None else 1
+            self._observe(
+                Observation(
+                    "user",
+                    message.text,
+                    [(number, message.text.strip())],
+                    message.ref,
+                    message.timestamp,
+                )
+            )
+
+    def _call(self, call: ShellCall) -> None:
+        if call.output_of is not None:
+            self._background_output(call)
+            return
+        if len(call.command) > MAX_COMMAND_CHARS:
+            return
+        level = shell.parse(call.command)
+        self._remember_scripts(call, level)
+        launch = None if len(self.attempts) >= MAX_ATTEMPTS else self._find_launch(call, level)
+        if launch is not None:
+            attempt = Attempt(len(self.attempts) + 1, launch, gpus_before=self.last_gpus)
+            self.attempts.append(attempt)
+        self._read_output(call, level, launch)
+
+    def _background_output(self, call: ShellCall) -> None:
+        """A later read of a background launch's own output (Claude Code's BashOutput)."""
+        owner = next(
+            (a for a in reversed(self.attempts) if a.launch.call.ref == call.output_of), None
+        )
+        lines = [(n, t) for n, t in call.output_lines()]
+        if owner is not None and any(t.strip() for _, t in lines):
+            self._shell_errors(call, lines)
+            self._add_view(
+                owner, LogView("output", call.command, lines, call.ref, call.timestamp, True)
+            )
+
+    def _remember_scripts(self, call: ShellCall, level: shell.Level) -> None:
+        for command, where in level.walk():
+            program = shell.program(command)
+            if command.heredoc is not None:
+                target = shell.output_file(where, command)
+                if program == "tee" and target is None:
+                    files = [w for w in command.values[1:] if not w.startswith("-")]
+                    target = files[0] if files else None
+                if target:
+                    offset = call.command.find(command.heredoc) if command.heredoc else -1
+                    first = (call.command_line or 1) + max(call.command.count("\n", 0, offset), 0)
+                    self.scripts[target] = _Script(command.heredoc, call.ref, first)
+            if program == "mkdir":
+                self.made_dirs.update(
+                    w.rstrip("/") for w in command.values[1:] if not w.startswith("-")
+                )
+
+    # ---- launches
+
+    def _find_launch(self, call: ShellCall, level: shell.Level) -> Launch | None:
+        for top in level.commands:
+            for command, where in _subtree(top, level):
+                found = self._launch_at(call, level, top, command, where)
+                if found is not None:
+                    return found if found.text else None
+        return None
+
+    def _launch_at(
+        self,
+        call: ShellCall,
+        level: shell.Level,
+        top: shell.Command,
+        command: shell.Command,
+        where: shell.Level,
+    ) -> Launch | None:
+        """A Launch if this command starts SGLang; an empty-text Launch for `--help`."""
+        index = shell.head(command)
+        if index is None:
+            return None
+        words = command.values[index:]
+        if command.child is not None and command.leftover:
+            lost = [w.value for w in command.leftover]
+            if any(m in " ".join(lost) for m in ENTRY_MODULES):
+                script = shlex.split(command.child.text) if _balanced(command.child.text) else []
+                return self._launch(call, level, top, command, where, shlex.join([*script, *lost]))
+            return None
+        if _is_entry(words):
+            if HELP_FLAGS & set(words):
+                return Launch(call, "", None, None, False, [], [], call.ref)
+            return self._launch(call, level, top, command, where, None)
+        script = self._script_run(words)
+        if script is not None:
+            return self._script_launch(call, level, top, command, where, script)
+        return None
+
+    def _launch(
+        self,
+        call: ShellCall,
+        level: shell.Level,
+        top: shell.Command,
+        command: shell.Command,
+        where: shell.Level,
+        rebuilt: str | None,
+    ) -> Launch:
+        text = level.statement_text(top)
+        parsed = parse_launch_command(text, self.takes_value)
+        if parsed is None and rebuilt:
+            parsed = parse_launch_command(rebuilt, self.takes_value)
+        lines = [(ln, command_ref(call.ref)) for ln in _statement_lines(call, level, top)]
+        interpreter = _interpreter(command)
+        return Launch(
+            call,
+            text,
+            parsed,
+            _log_path(where, command),
+            any(shell.backgrounded(lv, c) for lv, c in shell.outward(where, command)),
+            level.all_problems(),
+            lines,
+            call.ref,
+            interpreter=interpreter,
+        )
+
+    def _script_run(self, words: list[str]) -> tuple[str, _Script] | None:
+        """`bash run.sh`, `sh /tmp/run.sh`, `./run.sh`: the script it runs, if we saw it."""
+        if not words:
+            return None
+        candidates = [words[0]]
+        if shell.basename(words[0]) in shell.SHELLS:
+            candidates = [w for w in words[1:] if not w.startswith("-")][:1]
+        for candidate in candidates:
+            for path, script in self.scripts.items():
+                if candidate == path or shell.basename(candidate) == shell.basename(path):
+                    if (
+                        candidate.endswith((".sh", ".bash"))
+                        or "/" in candidate
+                        or candidate == path
+                    ):
+                        return path, script
+        return None
+
+    def _script_launch(
+        self,
+        call: ShellCall,
+        level: shell.Level,
+        top: shell.Command,
+        runner: shell.Command,
+        where: shell.Level,
+        found: tuple[str, _Script],
+    ) -> Launch | None:
+        path, script = found
+        inner = shell.parse(script.text)
+        for inner_top in inner.commands:
+            for command, inner_where in _subtree(inner_top, inner):
+                index = shell.head(command)
+                if index is None or not _is_entry(command.values[index:]):
+                    continue
+                text = inner.statement_text(inner_top)
+                offset = script.text.find(text)
+                first = script.first_line + max(script.text.count("\n", 0, offset), 0)
+                lines = [
+                    ((first + k, t), command_ref(script.ref))
+                    for k, t in enumerate(text.split("\n"))
+                ]
+                log_path = _log_path(inner_where, command) or _log_path(where, runner)
+                background = shell.backgrounded(inner_where, command) or any(
+                    shell.backgrounded(lv, c) for lv, c in shell.outward(where, runner)
+                )
+                runner_lines = [
+                    (ln, command_ref(call.ref)) for ln in _statement_lines(call, level, top)
+                ]
+                return Launch(
+                    call,
+                    text,
+                    parse_launch_command(text, self.takes_value),
+                    log_path,
+                    background,
+                    [*inner.all_problems(), *level.all_problems()],
+                    [*runner_lines, *lines],
+                    script.ref or call.ref,
+                    script=path,
+                    interpreter=_interpreter(command),
+                )
+        return None
+
+    # ---- output
+
+    def _read_output(self, call: ShellCall, level: shell.Level, launch: Launch | None) -> None:
+        numbered = list(call.output_lines())
+        self.before_launch = launch is not None
+        for commands, lines in _sections(level, numbered):
+            self._section(call, commands, lines, launch)
+        self.before_launch = False
+
+    def _section(
+        self,
+        call: ShellCall,
+        pipelines: list[list[tuple[shell.Command, shell.Level]]],
+        lines: list[NumberedLine],
+        launch: Launch | None,
+    ) -> None:
+        claimed: set[int] = set()
+        readers: list[tuple[str, str, list[str], bool]] = []
+        looped = any(shell.program(c) in LOOPS for p in pipelines for c, _ in p)
+        launched_here = False
+        for pipeline in pipelines:
+            first, _ = pipeline[0]
+            program = shell.program(first) or ""
+            index = shell.head(first) or 0
+            arguments = first.values[index + 1 :]
+            text = " | ".join(" ".join(c.values) for c, _ in pipeline)
+            if launch is not None and any(_is_entry_command(c) for c, _ in pipeline):
+                launched_here = True
+                self.before_launch = False
+            elif program in ("ls", "stat"):
+                result = diagnostics.parse_ls(arguments, lines)
+                claimed.update(n for n, _ in result.lines)
+                self._observe(_seen("ls", result, result.lines, call, text))
+            elif program in PROCESS_TOOLS:
+                check = diagnostics.parse_processes(text, arguments, lines)
+                self._observe(_seen("processes", check, check.lines, call, text))
+                claimed.update(n for n, _ in check.lines)
+            elif program == "nvidia-smi":
+                snapshot = diagnostics.parse_nvidia_smi(arguments, lines)
+                if snapshot is not None:
+                    gpus = _seen("gpus", snapshot, snapshot.lines, call, text)
+                    claimed.update(n for n, _ in snapshot.lines)
+                    self.last_gpus = gpus
+                    if self.before_launch:
+                        self.attempts[-1].gpus_before = gpus
+                    else:
+                        self._observe(gpus)
+            elif program in ("curl", "wget"):
+                poll = diagnostics.parse_health(text, looped, call.exit_code, lines)
+                claimed.update(n for n, _ in poll.lines)
+                self._observe(_seen("health", poll, poll.lines, call, text))
+            elif program in ("dmesg", "journalctl"):
+                kills = diagnostics.kernel_kills(lines)
+                if kills:
+                    self._observe(_seen("kernel_kill", kills, kills, call, text))
+            elif program in KILLERS and _kills_server(first.values):
+                self.last_gpus = None
+                if self.before_launch:
+                    self.attempts[-1].gpus_before = None
+                else:
+                    self._observe(_seen("kill", text, [], call, text))
+            elif program in LOG_READERS:
+                readers.append(
+                    (program, text, arguments, len(pipeline) > 1 or program in PARTIAL_READERS)
+                )
+        if launched_here and launch is not None:
+            self._launch_output(call, launch, lines, claimed)
+        for program, text, arguments, partial in readers:
+            self._log_look(call, program, text, arguments, partial, lines, claimed)
+
+    def _launch_output(
+        self, call: ShellCall, launch: Launch, lines: list[NumberedLine], claimed: set[int]
+    ) -> None:
+        attempt = self.attempts[-1]
+        rest = [(n, t) for n, t in lines if n not in claimed]
+        self._shell_errors(call, rest)
+        if rest and (not launch.background or launch.log_path is None):
+            self._add_view(
+                attempt, LogView("output", launch.text, rest, call.ref, call.timestamp, False)
+            )
+
+    def _log_look(
+        self,
+        call: ShellCall,
+        program: str,
+        text: str,
+        arguments: list[str],
+        partial: bool,
+        lines: list[NumberedLine],
+        claimed: set[int],
+    ) -> None:
+        paths = [a for a in arguments if not a.startswith("-") and ("/" in a or "." in a)]
+        attempt = self._owner(paths)
+        if attempt is None:
+            return
+        shown: list[NumberedLine] = []
+        for number, line in lines:
+            if number in claimed:
+                continue
+            missing = diagnostics.LS_MISSING.match(line)
+            if missing:
+                result = diagnostics.LsResult(
+                    [missing["path"]], missing=[(missing["path"], (number, line))]
+                )
+                result.lines.append((number, line))
+                self._observe(_seen("ls", result, [(number, line)], call, text))
+                continue
+            shown.append((number, _strip_grep_prefix(line, arguments, paths)))
+        self._shell_errors(call, shown)
+        if shown:
+            self._add_view(
+                attempt, LogView(program, text, shown, call.ref, call.timestamp, partial)
+            )
+        elif (
+            program in ("cat", "tail", "head")
+            and call.exit_code in (0, None)
+            and not any(o.kind == "ls" and o.ref == call.ref for o in attempt.observations)
+        ):
+            empty = diagnostics.LsResult(
+                paths, entries=[diagnostics.Listing(paths[0], 0, None, (0, ""))]
+            )
+            self._observe(_seen("ls", empty, [], call, text))
+
+    def _owner(self, paths: list[str]) -> Attempt | None:
+        """The latest attempt whose log one of these paths is (a glob may name it)."""
+        for attempt in reversed(self.attempts):
+            log = attempt.launch.log_path
+            if log and any(same_file(p, log) for p in paths):
+                return attempt
+        if self.attempts and self.attempts[-1].launch.log_path is None:
+            if any(LOGGY.search(shell.basename(p)) for p in paths):
+                return self.attempts[-1]
+        return None
+
+    def _shell_errors(self, call: ShellCall, lines: Iterable[NumberedLine]) -> None:
+        for number, line in lines:
+            for kind, pattern in SHELL_ERRORS:
+                found = pattern.search(line)
+                if found:
+                    data = {"kind": kind, **{k: v for k, v in found.groupdict().items() if v}}
+                    self._observe(
+                        Observation("shell_error", data, [(number, line)], call.ref, call.timestamp)
+                    )
+                    break
+
+    def _add_view(self, attempt: Attempt, view: LogView) -> None:
+        if len(attempt.views) >= MAX_VIEWS:
+            attempt.dropped_views += 1
+            return
+        if len(view.lines) > MAX_VIEW_LINES:
+            tail = deque(view.lines, maxlen=MAX_VIEW_LINES - VIEW_HEAD_LINES)
+            view.lines = [*view.lines[:VIEW_HEAD_LINES], *tail]
+        attempt.views.append(view)
+
+    def _observe(self, observation: Observation) -> None:
+        if not self.attempts:
+            return
+        attempt = self.attempts[-1]
+        if len(attempt.observations) < MAX_OBSERVATIONS:
+            attempt.observations.append(observation)
+
+
+def _seen(
+    kind: str, data: Any, lines: list[NumberedLine], call: ShellCall, text: str
+) -> Observation:
+    """An observation from a call's output, remembering the call's first command line."""
+    first = next(call.command_lines(), None)
+    return Observation(kind, data, lines, call.ref, call.timestamp, text, first)
+
+
+def build_session(events: Iterable[Event], takes_value: TakesValue | None = None) -> Session:
+    """Follow every launch in the events, oldest first."""
+    builder = SessionBuilder(takes_value)
+    for event in events:
+        builder.feed(event)
+    return builder.finish()
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def command_ref(ref: str | None) -> str | None:
+    """Refs name a record's output; its command (or a script's text) is `REF:command`."""
+    return f"{ref}:command" if ref else None
+
+
+def _subtree(top: shell.Command, level: shell.Level):
+    yield top, level
+    if top.child is not None:
+        yield from top.child.walk()
+
+
+def _is_entry(words: list[str]) -> bool:
+    """`python[3] [opts] -m sglang.launch_server`, `sglang serve`, also after `uv run` etc."""
+    for i, word in enumerate(words[:6]):
+        base = shell.basename(word)
+        if base == "sglang" and i + 1 < len(words) and words[i + 1] == "serve":
+            return True
+        if PYTHON.fullmatch(base):
+            rest = words[i + 1 : i + 5]
+            return (
+                "-m" in rest
+                and rest.index("-m") + 1 < len(rest)
+                and (rest[rest.index("-m") + 1] in ENTRY_MODULES)
+            )
+    return False
+
+
+def _is_entry_command(command: shell.Command) -> bool:
+    index = shell.head(command)
+    if index is not None and _is_entry(command.values[index:]):
+        return True
+    if command.leftover and any(m in w.value for w in command.leftover for m in ENTRY_MODULES):
+        return True
+    return command.child is not None and any(
+        _is_entry_command(inner) for inner, _ in command.child.walk()
+    )
+
+
+def _interpreter(command: shell.Command) -> str | None:
+    index = shell.head(command)
+    if index is None:
+        return None
+    words = command.values[index:]
+    for word in words[:6]:
+        if PYTHON.fullmatch(shell.basename(word)) or shell.basename(word) == "sglang":
+            return word
+    return words[0] if words else None
+
+
+def _log_path(where: shell.Level, command: shell.Command) -> str | None:
+    """The innermost redirection of the launch's output, made absolute by a preceding cd."""
+    for level, outer in shell.outward(where, command):
+        target = shell.output_file(level, outer)
+        if target:
+            return _absolute(target, where, command)
+    return None
+
+
+def _absolute(path: str, where: shell.Level, command: shell.Command) -> str:
+    if path.startswith(("/", "~", "$")):
+        return path
+    for level, outer in shell.outward(where, command):
+        position = level.commands.index(outer)
+        for earlier in reversed(level.commands[:position]):
+            if shell.program(earlier) == "cd" and len(earlier.values) > 1:
+                folder = earlier.values[1]
+                if folder.startswith("/"):
+                    return os.path.normpath(f"{folder}/{path}")
+    return path
+
+
+def same_file(word: str, log: str) -> bool:
+    if word == log or fnmatch(log, word):
+        return True
+    if not word.startswith("/") or not log.startswith("/"):
+        return shell.basename(word) == shell.basename(log) or fnmatch(
+            shell.basename(log), shell.basename(word)
+        )
+    return False
+
+
+def _kills_server(words: list[str]) -> bool:
+    target = " ".join(words[1:])
+    return bool(regex.search(r"sglang|launch_server|python|\$\(|\d{2,}", target))
+
+
+def _statement_lines(call: ShellCall, level: shell.Level, top: shell.Command) -> list[NumberedLine]:
+    start, end = level.statements[top.statement]
+    first = call.command.count("\n", 0, start)
+    wanted = range(first, first + level.text.count("\n", start, end) + 1)
+    return [(n, t) for k, (n, t) in enumerate(call.command_lines()) if k in wanted]
+
+
+def _balanced(text: str) -> bool:
+    try:
+        shlex.split(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _strip_grep_prefix(line: str, arguments: list[str], paths: list[str]) -> str:
+    """`grep -n` prints `123:`; several files print `path:` first."""
+    for path in paths:
+        if line.startswith(path + ":") or line.startswith(path + "-"):
+            line = line[len(path) + 1 :]
+            break
+    if any(a.startswith("-") and not a.startswith("--") and "n" in a for a in arguments):
+        found = regex.match(r"^\d+[:-]", line)
+        if found:
+            return line[found.end() :]
+    return line
+
+
+def _sections(
+    level: shell.Level, lines: list[NumberedLine]
+) -> list[tuple[list[list[tuple[shell.Command, shell.Level]]], list[NumberedLine]]]:
+    """Split a call's output into the parts each group of commands printed.
+
+    Groups are separated by `echo MARKER` commands whose MARKER line appears in the output;
+    without markers the whole output is one section.
+    """
+    pipelines = _pipelines(level)
+    sections: list[tuple[list[list[tuple[shell.Command, shell.Level]]], list[NumberedLine]]] = []
+    group: list[list[tuple[shell.Command, shell.Level]]] = []
+    position = 0
+    loops = 0
+    previous_term: str | None = ";"
+    for pipeline in pipelines:
+        first = pipeline[0][0]
+        loops += shell.program(first) in LOOPS
+        loops -= sum(c.values.count("done") for c, _ in pipeline)
+        standalone = loops <= 0 and previous_term in (";", "\n", None)
+        previous_term = pipeline[-1][0].term
+        marker = _marker(pipeline) if standalone else None
+        if marker is None:
+            group.append(pipeline)
+            continue
+        found = next(
+            (k for k in range(position, len(lines)) if lines[k][1].strip() == marker), None
+        )
+        if found is None:
+            continue
+        sections.append((group, lines[position:found]))
+        group, position = [], found + 1
+    sections.append((group, lines[position:]))
+    return [(g, ls) for g, ls in sections if g]
+
+
+def _pipelines(level: shell.Level) -> list[list[tuple[shell.Command, shell.Level]]]:
+    """Leaf commands (ssh/bash -c openers replaced by what they run), grouped by pipes."""
+    leaves = [
+        (c, lv)
+        for c, lv in level.walk()
+        if c.child is None or any(m in w.value for w in c.leftover for m in ENTRY_MODULES)
+    ]
+    pipelines: list[list[tuple[shell.Command, shell.Level]]] = []
+    for command, where in leaves:
+        if pipelines and pipelines[-1][-1][0].term in ("|", "|&") and pipelines[-1][-1][1] is where:
+            pipelines[-1].append((command, where))
+        else:
+            pipelines.append([(command, where)])
+    return pipelines
+
+
+def _marker(pipeline: list[tuple[shell.Command, shell.Level]]) -> str | None:
+    if len(pipeline) != 1:
+        return None
+    command = pipeline[0][0]
+    if shell.program(command) not in ("echo", "printf") or command.redirects:
+        return None
+    words = [w for w in command.values[1:] if w not in ("-e", "-n", "-E")]
+    text = " ".join(words).replace("\\n", "").strip()
+    if not text or "$" in text or not MARKER_TEXT.fullmatch(text):
+        return None
+    return text

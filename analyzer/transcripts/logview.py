@@ -1,0 +1,50 @@
+"""Scan the log text a transcript shows exactly as a log file is scanned.
+
+Each look at a log (a launch's own output, `tail -n 40 run.log`, `grep -n error run.log`)
+is fed to the same Scanner as a log file, with the lines numbered and referenced into the
+transcript, so the same rules, links and fixes apply and the evidence points at the
+transcript. One thing differs: a `tail` or `grep` often starts after argparse's
+`usage: ...` line and shows only the end of the dump and its `error:` line. The scanner
+needs the `usage:` line to see a dump, so a view cut that way gets the dump it shows.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from analyzer.model import InputSummary, ScannedLog, UsageDump
+from analyzer.scan import ARGPARSE_ERROR, Scanner, split_prefix
+from analyzer.transcripts.attempts import LogView
+
+SGLANG_PROGRAMS = ("sglang", "launch_server")
+
+
+def scan_view(view: LogView, source: str, triggers: Sequence[str]) -> ScannedLog:
+    """A ScannedLog of one view; its lines keep their transcript numbers and ref."""
+    scanner = Scanner(InputSummary(source, kind="transcript_view"), triggers)
+    for number, text in view.lines:
+        scanner.feed(dataclasses.replace(split_prefix(source, number, text), ref=view.ref))
+    log = scanner.finish()
+    if view.partial and not log.usage_dumps:
+        _recover_cut_usage(log, view, source)
+    return log
+
+
+def _recover_cut_usage(log: ScannedLog, view: LogView, source: str) -> None:
+    """Add the usage dump whose `usage:` line the view cut off (only SGLang's parser)."""
+    lines = [dataclasses.replace(split_prefix(source, n, t), ref=view.ref) for n, t in view.lines]
+    for index, line in enumerate(lines):
+        error = ARGPARSE_ERROR.match(line.body)
+        if not error or not any(p in error["prog"] for p in SGLANG_PROGRAMS):
+            continue
+        start = index
+        while start > 0 and _usage_continuation(lines[start - 1].body):
+            start -= 1
+        log.usage_dumps.append(UsageDump(lines[start], line, index - start + 1))
+        return
+
+
+def _usage_continuation(body: str) -> bool:
+    stripped = body.strip()
+    return body[:1].isspace() and stripped.startswith("[") or stripped.startswith("usage:")

@@ -1,0 +1,55 @@
+"""Open a transcript input as a stream of events, whichever tool wrote it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import closing
+
+from analyzer.read import TextInput
+from analyzer.transcripts import detect
+from analyzer.transcripts.claude import read_claude
+from analyzer.transcripts.codex import read_codex
+from analyzer.transcripts.model import Event, Transcript
+from analyzer.transcripts.opencode import read_database, read_export, read_storage
+from analyzer.transcripts.terminal_text import read_terminal_text
+
+STREAM_READERS = {
+    detect.CLAUDE: read_claude,
+    detect.CODEX: read_codex,
+    detect.TEXT: read_terminal_text,
+}
+
+
+def read_transcript(text_input: TextInput, kind: str) -> Transcript:
+    """A Transcript whose `events` reads the input lazily (consume it once)."""
+    transcript = Transcript(text_input.path, kind, iter(()))
+    transcript.events = _events(text_input, transcript)
+    return transcript
+
+
+def _events(text_input: TextInput, transcript: Transcript) -> Iterator[Event]:
+    path = text_input.file
+    if transcript.kind == detect.OPENCODE and path is not None and path.is_dir():
+        root = detect.opencode_storage_root(path)
+        if root is None:
+            transcript.notes.append("not an opencode storage folder (no message/ and part/)")
+            return
+        yield from read_storage(root, transcript)
+        return
+    if transcript.kind == detect.OPENCODE and path is not None and _is_sqlite(text_input):
+        yield from read_database(path, transcript)
+        return
+    reader = STREAM_READERS.get(transcript.kind, read_export)
+    try:
+        with closing(text_input.open_binary()) as stream:
+            yield from reader(stream, transcript)
+    except (OSError, EOFError) as exc:
+        transcript.notes.append(f"transcript ends early ({exc or type(exc).__name__})")
+
+
+def _is_sqlite(text_input: TextInput) -> bool:
+    try:
+        with closing(text_input.open_binary()) as stream:
+            return stream.read(len(detect.SQLITE_MAGIC)) == detect.SQLITE_MAGIC
+    except (OSError, EOFError):
+        return False

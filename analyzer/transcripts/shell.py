@@ -1,0 +1,490 @@
+"""How the shell reads a command the session ran: simple commands, levels, heredocs.
+
+A session command is often several commands in one (`ls x; echo ---; pgrep -a python3`),
+runs others on a remote host (`ssh host '...'`) or through `bash -c '...'`, and writes
+scripts with heredocs. This module splits such text the way bash would, into simple
+commands with their redirections, and opens each `ssh` / `bash -c` string as a level of
+its own, as the remote or inner shell will read it. It also records what a shell would
+do that the author did not mean: a quote that never closes, or words left outside a
+`bash -c` string (they become $0, $1, ... and are silently ignored).
+
+analyzer/command.py models one launch for byte-exact edits; this module only needs the
+structure of whole session commands, heredocs included, which that lexer does not read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import regex
+
+WORD_END = frozenset(" \t\r\n;&|<>()")
+OPERATOR = regex.compile(
+    r"\d*[<>]&(?:\d+|-)(?=[\s;&|<>()]|$)|&>>|&>|\d*>>|\d*>\||\d*<<<|\d*<<-|\d*<<|\d*<>|\d*>|\d*<"
+    r"|\|\||\|&|\||&&|;;|;|&|\(|\)|\n"
+)
+DUPLICATION = regex.compile(r"\d*[<>]&(?:\d+|-)")
+STDOUT = regex.compile(r"(?:1?(?:>>|>\||>)|&>>|&>)")
+STDERR = regex.compile(r"2(?:>>|>\||>)")
+ASSIGNMENT = regex.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh"})
+RESERVED = frozenset({"do", "then", "else", "elif", "{", "!", "time", "(", "while", "until", "if"})
+# Wrappers and how many option values they take before the wrapped command.
+WRAPPERS = frozenset(
+    {"nohup", "env", "sudo", "setsid", "exec", "nice", "ionice", "stdbuf", "taskset", "numactl",
+     "timeout", "time", "chrt", "unbuffer", "caffeinate"}
+)  # fmt: skip
+VALUE_OPTIONS = {
+    "sudo": frozenset({"-u", "-g", "-C", "-D", "-h", "-p", "-U"}),
+    "nice": frozenset({"-n"}),
+    "timeout": frozenset({"-s", "-k", "--signal", "--kill-after"}),
+    "taskset": frozenset(),
+    "env": frozenset({"-u", "-C", "-S"}),
+}
+SSH_VALUE_OPTIONS = frozenset("BbcDEeFIiJLlmOoPpQRSWw")
+LAUNCH_HINT = regex.compile(r"sglang(?:_router)?\.launch_server|\bsglang\b")
+
+
+@dataclass
+class Word:
+    """A word's value after quote removal, its span in the level's text, the quotes used."""
+
+    value: str
+    start: int
+    end: int
+    quotes: str = ""
+
+
+@dataclass
+class Command:
+    """A simple command: words, redirections `(operator, target)`, the operator after it."""
+
+    words: list[Word] = field(default_factory=list)
+    redirects: list[tuple[str, str]] = field(default_factory=list)
+    term: str | None = None
+    heredoc: str | None = None
+    statement: int = 0
+    child: Level | None = None
+    leftover: list[Word] = field(default_factory=list)
+
+    @property
+    def values(self) -> list[str]:
+        return [w.value for w in self.words]
+
+
+@dataclass
+class Problem:
+    """Something the shell did with the text that its author did not mean."""
+
+    kind: str  # unterminated_quote | outside_script
+    detail: str
+    level: Level
+    span: tuple[int, int]
+
+
+@dataclass
+class Level:
+    """One shell's reading: the top command, or a string an `ssh` / `bash -c` runs."""
+
+    text: str
+    via: str = ""
+    commands: list[Command] = field(default_factory=list)
+    statements: list[tuple[int, int]] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    parent: Level | None = None
+    opener: Command | None = None
+
+    def walk(self) -> Iterator[tuple[Command, Level]]:
+        """Every simple command, inner levels right after the command that opens them."""
+        for command in self.commands:
+            yield command, self
+            if command.child is not None:
+                yield from command.child.walk()
+
+    def all_problems(self) -> list[Problem]:
+        found = list(self.problems)
+        for command in self.commands:
+            if command.child is not None:
+                found.extend(command.child.all_problems())
+        return found
+
+    def pipeline(self, command: Command) -> list[Command]:
+        """The command and those it pipes into."""
+        index = self.commands.index(command)
+        members = [command]
+        while members[-1].term in ("|", "|&") and index + 1 < len(self.commands):
+            index += 1
+            members.append(self.commands[index])
+        return members
+
+    def statement_text(self, command: Command) -> str:
+        start, end = self.statements[command.statement]
+        return self.text[start:end]
+
+
+MAX_DEPTH = 6
+
+
+def parse(
+    text: str,
+    via: str = "",
+    parent: Level | None = None,
+    depth: int = 0,
+    opener: Command | None = None,
+) -> Level:
+    """Read `text` as a shell would, opening `ssh` and `bash -c` strings as inner levels."""
+    level = Level(text, via, parent=parent, opener=opener)
+    tokens = _Lexer(text, level).run()
+    level.commands, level.statements = _commands(tokens)
+    if depth < MAX_DEPTH:
+        for command in level.commands:
+            _open_inner(command, level, depth)
+    return level
+
+
+def head(command: Command) -> int | None:
+    """Index of the word that names the program, past assignments, keywords and wrappers."""
+    words = command.values
+    i = 0
+    while i < len(words):
+        word = words[i]
+        base = basename(word)
+        if ASSIGNMENT.match(word) or word in RESERVED:
+            i += 1
+        elif base in WRAPPERS:
+            i = _skip_wrapper_options(words, i, base)
+        else:
+            return i
+    return None
+
+
+def program(command: Command) -> str | None:
+    """The basename of the program a command runs (`python3`, `tail`, `nvidia-smi`)."""
+    index = head(command)
+    return basename(command.words[index].value) if index is not None else None
+
+
+def basename(word: str) -> str:
+    return word.rsplit("/", 1)[-1]
+
+
+def output_file(level: Level, command: Command) -> str | None:
+    """Where the command's output goes: `> f`, `&> f`, `| tee f`, else `2> f`."""
+    stdout = stderr = None
+    for operator, target in command.redirects:
+        if not target:
+            continue
+        if STDOUT.fullmatch(operator):
+            stdout = target
+        elif STDERR.fullmatch(operator):
+            stderr = target
+    if stdout:
+        return stdout
+    for member in level.pipeline(command)[1:]:
+        if program(member) == "tee":
+            files = [w for w in member.values[1:] if not w.startswith("-")]
+            if files:
+                return files[0]
+    return stderr
+
+
+def backgrounded(level: Level, command: Command) -> bool:
+    return level.pipeline(command)[-1].term == "&"
+
+
+def _skip_wrapper_options(words: list[str], i: int, base: str) -> int:
+    """Index after the wrapper and its options (and timeout's duration)."""
+    takes = VALUE_OPTIONS.get(base, frozenset())
+    i += 1
+    while i < len(words) and words[i].startswith("-") and words[i] != "-":
+        i += 2 if words[i] in takes else 1
+    if base == "timeout" and i < len(words):
+        i += 1
+    if base == "taskset" and i < len(words):
+        i += 1
+    return i
+
+
+def _open_inner(command: Command, level: Level, depth: int) -> None:
+    index = head(command)
+    if index is None:
+        return
+    words = command.words
+    base = basename(words[index].value)
+    if base in SHELLS:
+        script = _script_index(command.values, index)
+        if script is None:
+            return
+        command.child = parse(words[script].value, "bash -c", level, depth + 1, command)
+        command.leftover = words[script + 1 :]
+        lost = " ".join(w.value for w in command.leftover)
+        if command.leftover and (LAUNCH_HINT.search(lost) or regex.search(r"(?:^|\s)--\w", lost)):
+            detail = (
+                f"`{base} -c` ran only `{words[script].value}`; the words after it "
+                f"(`{_short(lost)}`) became its positional parameters $0, $1, ... and were ignored"
+            )
+            level.problems.append(
+                Problem("outside_script", detail, level, (words[script].start, words[-1].end))
+            )
+    elif base == "ssh":
+        host = _ssh_host_index(command.values, index)
+        remote = words[host + 1 :]
+        if host < len(words) and remote:
+            script = " ".join(w.value for w in remote)
+            command.child = parse(script, f"ssh {words[host].value}", level, depth + 1, command)
+
+
+def _script_index(words: list[str], i: int) -> int | None:
+    """Index of STRING in `bash [opts] -c STRING`, None if the shell runs no -c string."""
+    j, has_c = i + 1, False
+    while j < len(words):
+        value = words[j]
+        if value in ("-o", "+o", "-O", "+O"):
+            j += 2
+        elif value == "--":
+            j += 1
+            break
+        elif len(value) > 1 and value[0] in "-+":
+            has_c = has_c or (value[0] == "-" and value[1] != "-" and "c" in value)
+            j += 1
+        else:
+            break
+    return j if has_c and j < len(words) else None
+
+
+def _ssh_host_index(words: list[str], i: int) -> int:
+    j = i + 1
+    while j < len(words):
+        value = words[j]
+        if value == "--":
+            return j + 1
+        if not value.startswith("-") or value == "-":
+            return j
+        takes = any(ch in SSH_VALUE_OPTIONS for ch in value[-1:]) and len(value) == 2
+        j += 2 if takes else 1
+    return j
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# --------------------------------------------------------------------------- lexer
+
+
+@dataclass
+class _Token:
+    kind: str  # word | op | heredoc
+    value: str
+    start: int
+    end: int
+    quotes: str = ""
+
+
+class _Lexer:
+    """Words, operators and heredoc bodies; lenient: an open quote runs to the end."""
+
+    def __init__(self, text: str, level: Level) -> None:
+        self.text = text
+        self.level = level
+        self.i = 0
+        self.tokens: list[_Token] = []
+        self.heredocs: list[tuple[str, bool]] = []
+        self.expect_delimiter: bool | None = None
+
+    def run(self) -> list[_Token]:
+        text = self.text
+        while self.i < len(text):
+            char = text[self.i]
+            if char in " \t\r":
+                self.i += 1
+            elif text.startswith("\\\n", self.i):
+                self.i += 2
+            elif char == "#" and (self.i == 0 or text[self.i - 1] in " \t\n;&|()"):
+                newline = text.find("\n", self.i)
+                self.i = len(text) if newline < 0 else newline
+            elif op := OPERATOR.match(text, self.i):
+                self._operator(op.group(), op.start(), op.end())
+            else:
+                self._word()
+        return self.tokens
+
+    def _operator(self, value: str, start: int, end: int) -> None:
+        self.tokens.append(_Token("op", value, start, end))
+        self.i = end
+        if value.endswith(("<<", "<<-")) and not value.endswith("<<<"):
+            self.expect_delimiter = value.endswith("-")
+        elif value == "\n" and self.heredocs:
+            self._heredoc_bodies()
+
+    def _heredoc_bodies(self) -> None:
+        for delimiter, strip_tabs in self.heredocs:
+            start = self.i
+            body: list[str] = []
+            while self.i < len(self.text):
+                newline = self.text.find("\n", self.i)
+                end = len(self.text) if newline < 0 else newline
+                line = self.text[self.i : end]
+                self.i = end + 1 if newline >= 0 else end
+                if (line.lstrip("\t") if strip_tabs else line) == delimiter:
+                    break
+                body.append(line)
+            self.tokens.append(_Token("heredoc", "\n".join(body), start, self.i))
+        self.heredocs = []
+
+    def _word(self) -> None:
+        text, start = self.text, self.i
+        chars: list[str] = []
+        quotes = ""
+        while self.i < len(text) and text[self.i] not in WORD_END:
+            char = text[self.i]
+            if char == "\\":
+                if text.startswith("\\\n", self.i):
+                    self.i += 2
+                    continue
+                chars.append(text[self.i + 1 : self.i + 2])
+                self.i += 2
+            elif char == "'" or text.startswith("$'", self.i):
+                self.i += 1 if char == "'" else 2
+                quotes += "'"
+                chars.append(self._until("'", start))
+            elif char == '"':
+                self.i += 1
+                quotes += '"'
+                chars.append(self._double(start))
+            elif char == "`" or text.startswith(("$(", "${"), self.i):
+                end = _expansion_end(text, self.i)
+                chars.append(text[self.i : end])
+                self.i = end
+            else:
+                chars.append(char)
+                self.i += 1
+        value = "".join(chars)
+        if self.expect_delimiter is not None:
+            self.heredocs.append((value, self.expect_delimiter))
+            self.expect_delimiter = None
+        self.tokens.append(_Token("word", value, start, self.i, quotes))
+
+    def _until(self, quote: str, word_start: int) -> str:
+        close = self.text.find(quote, self.i)
+        if close < 0:
+            self._unterminated(self.i - 1)
+            value, self.i = self.text[self.i :], len(self.text)
+            return value
+        value, self.i = self.text[self.i : close], close + 1
+        return value
+
+    def _double(self, word_start: int) -> str:
+        text, out = self.text, []
+        opened = self.i - 1
+        while self.i < len(text) and text[self.i] != '"':
+            char = text[self.i]
+            if char == "\\" and self.i + 1 < len(text) and text[self.i + 1] in '$`"\\\n':
+                if text[self.i + 1] != "\n":
+                    out.append(text[self.i + 1])
+                self.i += 2
+            elif char == "`" or text.startswith(("$(", "${"), self.i):
+                end = _expansion_end(text, self.i)
+                out.append(text[self.i : end])
+                self.i = end
+            else:
+                out.append(char)
+                self.i += 1
+        if self.i >= len(text):
+            self._unterminated(opened)
+        self.i = min(self.i + 1, len(text))
+        return "".join(out)
+
+    def _unterminated(self, at: int) -> None:
+        quote = self.text[at]
+        detail = f"the {quote} opened here never closes: the shell waits for more input or fails"
+        self.level.problems.append(Problem("unterminated_quote", detail, self.level, (at, at + 1)))
+
+
+def _expansion_end(text: str, i: int) -> int:
+    """End of the `...`, $(...) or ${...} starting at i (end of text if unterminated)."""
+    n = len(text)
+    if text[i] == "`":
+        j = i + 1
+        while j < n and text[j] != "`":
+            j += 2 if text[j] == "\\" else 1
+        return min(j + 1, n)
+    opener, closer = ("(", ")") if text[i + 1] == "(" else ("{", "}")
+    depth, j = 0, i + 1
+    while j < n:
+        char = text[j]
+        if char == "\\":
+            j += 2
+            continue
+        if char == "'" and opener == "(":
+            close = text.find("'", j + 1)
+            j = n if close < 0 else close + 1
+            continue
+        if char == opener:
+            depth += 1
+        elif char == closer:
+            depth -= 1
+            if depth == 0:
+                return j + 1
+        j += 1
+    return n
+
+
+def _commands(tokens: list[_Token]) -> tuple[list[Command], list[tuple[int, int]]]:
+    """Group tokens into simple commands and newline-separated statements."""
+    commands: list[Command] = []
+    spans: list[list[int]] = [[-1, -1]]
+    current = Command()
+    pending: str | None = None
+    heredoc_owners: list[Command] = []
+    statement = 0
+    for token in tokens:
+        if token.kind == "heredoc":
+            if heredoc_owners:
+                heredoc_owners.pop(0).heredoc = token.value
+            continue
+        if token.value != "\n":
+            span = spans[statement]
+            span[0] = token.start if span[0] < 0 else span[0]
+            span[1] = token.end
+        if token.kind == "word":
+            if pending is not None:
+                current.redirects.append((pending, token.value))
+                if pending.endswith(("<<", "<<-")):
+                    heredoc_owners.append(current)
+                pending = None
+            else:
+                current.words.append(Word(token.value, token.start, token.end, token.quotes))
+        elif "<" in token.value or ">" in token.value:
+            if DUPLICATION.fullmatch(token.value):
+                current.redirects.append((token.value, ""))
+            else:
+                pending = token.value
+        elif token.value in ("(", ")"):
+            continue
+        else:
+            current.term, pending = token.value, None
+            current.statement = statement
+            commands.append(current)
+            current = Command()
+            if token.value == "\n":
+                statement += 1
+                spans.append([-1, -1])
+    current.statement = statement
+    commands.append(current)
+    kept = [c for c in commands if c.words or c.redirects]
+    statements = [(s, e) if s >= 0 else (0, 0) for s, e in spans]
+    return kept, statements
+
+
+def outward(level: Level, command: Command) -> Iterator[tuple[Level, Command]]:
+    """The command, then each command that opened an enclosing level, innermost first."""
+    current: tuple[Level, Command] | None = (level, command)
+    while current is not None:
+        yield current
+        outer_level, outer_command = current
+        if outer_level.parent is None or outer_level.opener is None:
+            current = None
+        else:
+            current = (outer_level.parent, outer_level.opener)
