@@ -6,7 +6,6 @@ knows only its own input and output types.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 
 from analyzer import incident as incidents_stage
@@ -18,7 +17,6 @@ from analyzer.match import match_rules
 from analyzer.model import (
     Attempt,
     Finding,
-    FlagChange,
     Incident,
     InputSummary,
     Line,
@@ -26,7 +24,7 @@ from analyzer.model import (
     ScannedLog,
 )
 from analyzer.read import TextInput, open_inputs
-from analyzer.redact import redact_report, redact_text
+from analyzer.redact import redact_report
 from analyzer.rulebook import Rule, all_triggers, load_rules
 from analyzer.scan import scan_lines
 from analyzer.transcripts.attempts import build_session
@@ -98,7 +96,6 @@ def analyze(
     if not options.redact:
         return report
     report = redact_report(report)
-    report.attempts = [_redacted(a) for a in report.attempts]
     return report
 
 
@@ -275,19 +272,3 @@ def _classified(timeline: list[Attempt], incidents: list[Incident]) -> list[Atte
             None,
         )
     return timeline
-
-
-def _redacted(attempt: Attempt) -> Attempt:
-    return dataclasses.replace(
-        attempt,
-        command=redact_text(attempt.command),
-        signals=[redact_text(s) for s in attempt.signals],
-        flag_diff=[
-            FlagChange(c.flag, _maybe_redact(c.before), _maybe_redact(c.after))
-            for c in attempt.flag_diff
-        ],
-    )
-
-
-def _maybe_redact(text: str | None) -> str | None:
-    return redact_text(text) if text is not None else None

@@ -11,7 +11,7 @@ from typing import Any
 
 import regex
 
-from analyzer.model import Edit, Incident, InputSummary, Line, Report
+from analyzer.model import Attempt, Edit, FlagChange, Incident, InputSummary, Line, Report
 
 MASK = "***"
 # Each pattern keeps group `keep` and masks group `secret`; no look-behinds, so a
@@ -45,6 +45,18 @@ def redact_report(report: Report) -> Report:
         last_lines=[_line(ln) for ln in report.last_lines],
         inputs=[_summary(s) for s in report.inputs],
         warnings=[redact_text(w) for w in report.warnings],
+        attempts=[_attempt(a) for a in report.attempts],
+    )
+
+
+def _attempt(attempt: Attempt) -> Attempt:
+    return dataclasses.replace(
+        attempt,
+        command=redact_text(attempt.command),
+        signals=[redact_text(s) for s in attempt.signals],
+        flag_diff=[
+            FlagChange(c.flag, _maybe(c.before), _maybe(c.after)) for c in attempt.flag_diff
+        ],
     )
 
 
