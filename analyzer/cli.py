@@ -20,7 +20,7 @@ from analyzer.output import OutputError, write_atomically
 from analyzer.read import InputError
 from analyzer.rulebook import RuleError
 
-SUBCOMMANDS = ("analyze", "rules", "catalog", "ci", "metrics", "compare")
+SUBCOMMANDS = ("analyze", "rules", "catalog", "ci", "metrics", "compare", "run", "status")
 EXIT_USAGE = 2
 EXIT_INTERNAL = 3
 
@@ -355,6 +355,80 @@ def catalog_show(
     typer.echo(f"{flag}: {resolution.kind} -> {spec.long} (dest {spec.dest}, {spec.action})")
     if spec.help:
         typer.echo(f"  {spec.help}")
+
+
+@app.command("run", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def run_server(
+    ctx: typer.Context,
+    log: Annotated[
+        Path | None, typer.Option("--log", help="The log file (default ./sglang-TIME.log).")
+    ] = None,
+    health_url: Annotated[
+        str | None, typer.Option("--health-url", help="Also ready when this URL answers 2xx.")
+    ] = None,
+    ready_timeout: Annotated[
+        float | None, typer.Option("--ready-timeout", help="Seconds to become ready.")
+    ] = None,
+    stop_timeout: Annotated[
+        float, typer.Option("--stop-timeout", help="Seconds between SIGTERM and SIGKILL.")
+    ] = 10.0,
+    detach: Annotated[bool, typer.Option("--detach", help="Supervise in the background.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Replace an earlier run's log.")] = False,
+    no_preflight: Annotated[
+        bool, typer.Option("--no-preflight", help="Launch without checking first.")
+    ] = False,
+    sglang_version: Annotated[str | None, typer.Option("--sglang-version")] = None,
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show tracebacks of internal errors.")
+    ] = False,
+) -> None:
+    """Launch SGLang under watch: loganalyze run [OPTIONS] -- COMMAND...
+
+    Exits with the server's code (128+N for signal N), 124 when not ready within
+    --ready-timeout, 2 when pre-flight refuses the command or the log is taken.
+    """
+    from analyzer.supervise import RunError, RunRequest, default_log_path, launch
+
+    request = RunRequest(
+        list(ctx.args), log or default_log_path(), health_url, ready_timeout, stop_timeout,
+        sglang_version, detach,
+    )  # fmt: skip
+    try:
+        code = launch(request, force, not no_preflight, _colour_wanted())
+    except (RunError, InputError, RuleError, CatalogError) as exc:
+        raise fail(str(exc)) from None
+    except Exception as exc:  # noqa: BLE001 - the promise is: never a traceback
+        if debug:
+            raise
+        raise fail(f"internal error: {exc!r} (rerun with --debug)", EXIT_INTERNAL) from None
+    raise typer.Exit(code)
+
+
+@app.command("status")
+def run_status(
+    target: Annotated[
+        str | None, typer.Argument(help="A run's log or state file (default: the newest here).")
+    ] = None,
+    json: Annotated[bool, typer.Option("--json", help="As JSON.")] = False,
+    sglang_version: Annotated[str | None, typer.Option("--sglang-version")] = None,
+) -> None:
+    """State of a `loganalyze run`: alive, ready, last lines, the verdict if it died.
+
+    Exits 0 while the server runs, 1 when it is not running, 2 when there is no state.
+    """
+    import json as json_module
+
+    from analyzer.supervise import RunError, read_status, render_status, status_json
+
+    try:
+        view = read_status(target, sglang_version)
+    except (RunError, InputError, RuleError, CatalogError) as exc:
+        raise fail(str(exc)) from None
+    if json:
+        sys.stdout.write(json_module.dumps(status_json(view), indent=2, sort_keys=True) + "\n")
+    else:
+        sys.stdout.write(render_status(view))
+    raise typer.Exit(0 if view.alive else 1)
 
 
 def main() -> None:
