@@ -241,12 +241,13 @@ def metrics(
     """Throughput, speculative acceptance and startup phases of each run."""
     from analyzer.compare import redact_incident, redact_run, spec_findings
     from analyzer.formats import metrics_table
-    from analyzer.metrics import extract_paths, write_series
+    from analyzer.metrics import extract_paths, extract_with_series
 
     try:
-        runs = extract_paths(paths, keep_series=series is not None, workers=workers)
-        if series is not None:
-            rows = write_series(runs, series, paths)
+        if series is None:
+            runs = extract_paths(paths, workers=workers)
+        else:
+            runs, rows = extract_with_series(paths, series, workers)
             typer.echo(f"wrote {rows} rows to {series}", err=True)
         findings = [f for run in runs for f in spec_findings(run)]
         if not no_redact:

@@ -23,7 +23,7 @@ from analyzer.redact import redact_text
 
 RULE_CLASS = "spec_slowdown"
 RULE_ID = "spec-slowdown"
-LOAD_MISMATCH = 1.25
+LOAD_MISMATCH = 1.25  # medians further apart than this are not the same load
 SPEC_FLAGS = (
     ("algorithm", "--speculative-algorithm"),
     ("draft", "--speculative-draft-model-path"),
@@ -35,13 +35,18 @@ SPEC_FLAGS = (
 
 @dataclass(frozen=True)
 class SpeedUp:
-    """A speculative run against the baseline: throughput ratio and the break-even."""
+    """A speculative run against the baseline: throughput ratio and the break-even.
+
+    `caveats` name what else differs between the two runs (load, parallelism), because a
+    throughput ratio only measures speculation when nothing else changed.
+    """
 
     run: int
     baseline: int
     ratio: float
     accept_len: float | None
     break_even: float | None
+    caveats: tuple[str, ...] = ()
 
 
 @dataclass
@@ -87,18 +92,47 @@ def _key(value: object) -> str:
 
 
 def _baseline(runs: list[RunMetrics], measured: list[int], run: RunMetrics) -> int | None:
-    plain = [i for i in measured if not runs[i].speculative]
-    same_model = [i for i in plain if runs[i].config.get("model") == run.config.get("model")]
-    pool = same_model or plain
-    return max(pool, key=lambda i: median_throughput(runs[i]), default=None)
+    """The fastest run without speculation of the same model (a model name that is
+    unknown on either side does not rule a run out)."""
+    plain = [i for i in measured if not runs[i].speculative and same_model(runs[i], run)]
+    return max(plain, key=lambda i: median_throughput(runs[i]), default=None)
+
+
+def same_model(a: RunMetrics, b: RunMetrics) -> bool:
+    """Same checkpoint name, wherever it was loaded from (`/models/X` and `org/X`)."""
+    first, second = a.config.get("model"), b.config.get("model")
+    if not first or not second:
+        return True
+    return _model_name(first) == _model_name(second)
+
+
+def _model_name(path: str) -> str:
+    return str(path).rstrip("/").rsplit("/", 1)[-1].casefold()
 
 
 def _speedup(runs: list[RunMetrics], index: int, baseline: int) -> SpeedUp:
     spec, plain = median_throughput(runs[index]), median_throughput(runs[baseline])
     accept = runs[index].decode.accept_len.mean if runs[index].decode.accept_len else None
-    ratio = spec / plain
     break_even = accept * plain / spec if accept is not None else None
-    return SpeedUp(index, baseline, ratio, accept, break_even)
+    caveats = tuple(_caveats(runs[index], runs[baseline]))
+    return SpeedUp(index, baseline, spec / plain, accept, break_even, caveats)
+
+
+def _caveats(run: RunMetrics, baseline: RunMetrics) -> list[str]:
+    """What besides speculation differs: the load served and the parallel layout."""
+    notes = []
+    mine, theirs = run.decode.running_req, baseline.decode.running_req
+    if mine and theirs and mine.median and theirs.median:
+        high, low = max(mine.median, theirs.median), min(mine.median, theirs.median)
+        if high > low * LOAD_MISMATCH:
+            notes.append(
+                f"different loads (median running requests {mine.median:g} vs {theirs.median:g})"
+            )
+    for key in ("tp", "dp", "cuda_graph"):
+        a, b = run.config.get(key), baseline.config.get(key)
+        if a is not None and b is not None and a != b:
+            notes.append(f"different {key.replace('_', ' ')} ({a} vs {b})")
+    return notes
 
 
 # ---- the finding ------------------------------------------------------------------------
@@ -147,25 +181,12 @@ def _slower_explanation(run: RunMetrics, baseline: RunMetrics, speedup: SpeedUp)
             f"{speedup.break_even:.2f} plain steps, so speculation breaks even at a mean accept "
             f"length of {speedup.break_even:.2f}; this run reached {speedup.accept_len:.2f}."
         )
-    caveat = _load_caveat(run, baseline)
-    return text + (" " + caveat if caveat else "")
-
-
-def _load_caveat(run: RunMetrics, baseline: RunMetrics) -> str | None:
-    """Throughput only compares under a comparable load; say so when the loads differ."""
-    mine, theirs = run.decode.running_req, baseline.decode.running_req
-    if not mine or not theirs or not mine.median or not theirs.median:
-        return None
-    high, low = max(mine.median, theirs.median), min(mine.median, theirs.median)
-    notes = []
-    if high > low * LOAD_MISMATCH:
-        notes.append(
-            f"the runs served different loads (median running requests {mine.median:g} vs "
-            f"{theirs.median:g}), so part of the gap may be the load, not speculation"
+    if speedup.caveats:
+        text += (
+            " Caveat: the runs also differ in " + "; ".join(speedup.caveats) + ", so part of "
+            "the gap may come from that rather than from speculation."
         )
-    if run.config.get("model") != baseline.config.get("model"):
-        notes.append("the runs serve different models")
-    return ("Caveat: " + "; ".join(notes) + ".") if notes else None
+    return text
 
 
 def _incident(run: RunMetrics, baseline: RunMetrics | None, title: str, why: str) -> Incident:
@@ -200,10 +221,10 @@ def spec_advice(run: RunMetrics) -> list[str]:
     drafts = config.get("num_draft_tokens")
     if drafts and accept is not None:
         advice.append(
-            f"Draft fewer tokens: each step verifies {drafts} draft tokens and keeps "
-            f"{accept:.2f} (bonus token included); tokens past the accepted prefix are verified "
-            "for nothing. Lower --speculative-num-draft-tokens, and --speculative-num-steps "
-            "with it."
+            f"Draft fewer tokens: each verify step checks {drafts} tokens "
+            f"(--speculative-num-draft-tokens) and keeps {accept:.2f} on average, bonus token "
+            "included; tokens past the accepted prefix are verified for nothing. Lower "
+            "--speculative-num-draft-tokens, and --speculative-num-steps with it."
         )
     else:
         advice.append(

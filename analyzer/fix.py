@@ -82,6 +82,8 @@ def reconstruct_command(server_args: dict[str, Any], catalog: FlagCatalog) -> st
         if spec.action == "store_false" or isinstance(value, (dict, bool)) and spec.type != "str":
             continue
         values = value if isinstance(value, list) else [value]
+        if not values:
+            continue
         parts.append(spec.long)
         parts.extend(shlex.quote(str(v)) for v in values)
     return " ".join(parts)

@@ -493,3 +493,6 @@ FIXES: dict[str, Callable[[Finding, FixContext], FixPlan]] = {
     "eagle3_algorithm": eagle3_algorithm,
     "memory_fix": memory_fix,
 }
+
+# The silent-misconfiguration fixes register themselves into FIXES (see intent_fixes.py).
+from analyzer import intent_fixes  # noqa: E402, F401

@@ -31,7 +31,8 @@ from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
-from itertools import compress, repeat
+from functools import lru_cache
+from itertools import compress, islice, repeat
 from operator import contains, not_
 from pathlib import Path
 from typing import Any
@@ -42,16 +43,20 @@ from analyzer.model import Line
 from analyzer.read import GZIP_MAGIC, TextInput, open_inputs
 from analyzer.scan import parse_server_args, split_prefix
 
-BLOCK_BYTES = 8 << 20
+BLOCK_BYTES = 4 << 20  # measured: 4 MiB beats 8 (cache) and keeps RSS down
 MAX_CARRY_BYTES = 64 << 20
 PARALLEL_MIN_BYTES = 64 << 20
 MAX_WORKERS = 4
 CHART_CELLS = 512
 MAX_HISTOGRAM_VALUE = 1 << 16
+SUM_SCALE = 10_000
 NAN = float("nan")
 
 KEPT_BYTES = b"0123456789.,\n"
-DELETE_BYTES = bytes(c for c in range(256) if c not in KEPT_BYTES)
+# "P" becomes a comma: it ends every rank tag (TP0, DP1, EP2) and occurs nowhere else in
+# a batch line, so ranks become fields of their own without a replace pass.
+SEPARATOR_TABLE = bytes.maketrans(b"P", b",")
+DELETE_BYTES = bytes(c for c in range(256) if c not in KEPT_BYTES and c != ord("P"))
 
 # Markers follow SGLang's `[time ranks] message` prefix, hence the literal "] " anchor,
 # which lets `re` skip from line to line instead of trying every position.
@@ -294,16 +299,29 @@ class RunMetrics:
 
     def series_frame(self):
         """Decode and prefill rows in log order, one DataFrame (needs keep_series)."""
-        import pandas as pd
-
         if self.series is None:
             raise ValueError("metrics were extracted without keep_series")
-        frames = [s.frame(self.source) for s in self.series.values() if len(s.table)]
-        if not frames:
-            columns = ["source", "kind", *dict.fromkeys(DECODE.columns + PREFILL.columns)]
-            return pd.DataFrame(columns=columns)
-        merged = pd.concat(frames, ignore_index=True)
-        return merged.sort_values("line", kind="stable", ignore_index=True)
+        return series_frame(self.source, self.series["decode"].table, self.series["prefill"].table)
+
+
+SeriesSink = Any  # a callable(decode_table | None, prefill_table | None)
+SERIES_COLUMNS = ("source", "kind", *dict.fromkeys(DECODE.columns + PREFILL.columns))
+
+
+def series_frame(source: str, decode: np.ndarray | None, prefill: np.ndarray | None):
+    """Rows of both kinds as one DataFrame in log order, with a fixed set of columns."""
+    import pandas as pd
+
+    frames = [
+        BatchSeries(kind, table).frame(source)
+        for kind, table in ((DECODE, decode), (PREFILL, prefill))
+        if table is not None and len(table)
+    ]
+    if not frames:
+        return pd.DataFrame(columns=list(SERIES_COLUMNS))
+    merged = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    merged = merged.sort_values("line", kind="stable", ignore_index=True)
+    return merged.reindex(columns=list(SERIES_COLUMNS))
 
 
 # ---- slow, obvious parsing (the reference the fast path is checked against) -------------
@@ -374,8 +392,12 @@ def _number(value: str, column: str) -> float | None:
         return None
 
 
+@lru_cache(maxsize=4096)
 def epoch_ms(timestamp: str | None) -> float:
-    """Milliseconds since the epoch of an SGLang timestamp, read as UTC; NaN without one."""
+    """Milliseconds since the epoch of an SGLang timestamp, read as UTC; NaN without one.
+
+    Cached: consecutive lines mostly share their second.
+    """
     if not timestamp:
         return NAN
     found = TIMESTAMP.match(timestamp)
@@ -411,6 +433,10 @@ class _Layout:
     usecols: tuple[int, ...]
     columns: tuple[str, ...]
     has_graph_values: bool
+    has_graph_field: bool
+
+
+SUMMARY_SKIPS = frozenset({"tokens", "iteration"})
 
 
 def _layout(raw: bytes, line: Line, kind: BatchKind, graph_values: bool) -> _Layout | None:
@@ -425,9 +451,7 @@ def _layout(raw: bytes, line: Line, kind: BatchKind, graph_values: bool) -> _Lay
         return None
     iteration, items, trailing = parsed
     marker = kind.marker_bytes
-    replaces: list[tuple[bytes, bytes]] = [
-        (b" " + tag.encode(), b"," + tag.encode()) for tag, _ in line.ranks
-    ]
+    replaces: list[tuple[bytes, bytes]] = []
     after = line.body[len(kind.marker) :]
     if after.startswith("."):
         replaces.append((marker + b".", marker + b","))
@@ -441,11 +465,12 @@ def _layout(raw: bytes, line: Line, kind: BatchKind, graph_values: bool) -> _Lay
         if len(parts) > 2 or (len(parts) == 2 and len(parts[1]) != 3):
             return None
         fields += list(zip(parts, ("time", "time_ms"), strict=False))
+    else:
+        fields.append((b"", None))
     fields += [
         (str(number).encode(), "dp_rank" if tag == "DP" else None) for tag, number in line.ranks
     ]
-    if not line.timestamp and not line.ranks:
-        fields.append((b"", None))
+    fields += [(b"", None)] * _kept(marker).count(b",")  # the P of "Prefill batch"
     if iteration is not None:
         fields.append((str(iteration).encode(), "iteration"))
     for key, value in items:
@@ -468,20 +493,27 @@ def _layout(raw: bytes, line: Line, kind: BatchKind, graph_values: bool) -> _Lay
     named = [(i, name) for i, (_, name) in enumerate(fields) if name]
     if len({name for _, name in named}) != len(named):
         return None
+    if not graph_values:  # a summary only: skip what it does not use, parsing is the cost
+        named = [(i, name) for i, name in named if name not in SUMMARY_SKIPS]
+    has_graph = any(_column_for(kind, key) == "graph" for key, _ in items)
     return _Layout(
-        tuple(replaces), tuple(i for i, _ in named), tuple(n for _, n in named), graph_values
+        tuple(replaces),
+        tuple(i for i, _ in named),
+        tuple(n for _, n in named),
+        graph_values,
+        has_graph,
     )
 
 
 def _kept(text: bytes) -> bytes:
-    return text.translate(None, DELETE_BYTES)
+    return text.translate(SEPARATOR_TABLE, DELETE_BYTES)
 
 
 def _transform(text: bytes, replaces: tuple[tuple[bytes, bytes], ...]) -> bytes:
     # Equal-length replacements: CPython does them in place, without counting first.
     for old, new in replaces:
         text = text.replace(old, new)
-    return text.translate(None, DELETE_BYTES)
+    return text.translate(SEPARATOR_TABLE, DELETE_BYTES)
 
 
 def _fast_table(joined: bytes, rows: int, layout: _Layout, kind: BatchKind) -> np.ndarray | None:
@@ -525,9 +557,10 @@ def _digits_to_ms(stamp: np.ndarray, millis: np.ndarray | None) -> np.ndarray:
     return out
 
 
-def _same_row(fast: np.ndarray, slow: dict[str, float], kind: BatchKind, graph: bool) -> bool:
+def _same_row(fast: np.ndarray, slow: dict[str, float], kind: BatchKind, layout: _Layout) -> bool:
+    """The fast row agrees with the reference on every column the layout reads."""
     for index, column in enumerate(kind.columns):
-        if column == "line" or (column == "graph" and not graph):
+        if column not in layout.columns:
             continue
         a, b = fast[index], slow.get(column, NAN)
         if math.isnan(a) and math.isnan(b):
@@ -600,10 +633,13 @@ class _Columns:
         present = values[~np.isnan(values)]
         if not len(present):
             return
-        count, total, low, high = self.sums.get(name, [0, 0.0, math.inf, -math.inf])
+        count, total, low, high = self.sums.get(name, [0, 0, math.inf, -math.inf])
+        # Summed as integers of 1e-4 units: exact, so the mean does not depend on how the
+        # log was cut into blocks and ranges (SGLang prints two decimals).
+        scaled = int(np.round(present * SUM_SCALE).astype(np.int64).sum())
         self.sums[name] = [
             count + len(present),
-            total + float(present.sum()),
+            total + scaled,
             min(low, float(present.min())),
             max(high, float(present.max())),
         ]
@@ -625,7 +661,7 @@ class _Columns:
         """Append `other`, which covers the text right after this one's."""
         self.rows += other.rows
         for name, (count, total, low, high) in other.sums.items():
-            mine = self.sums.get(name, [0, 0.0, math.inf, -math.inf])
+            mine = self.sums.get(name, [0, 0, math.inf, -math.inf])
             self.sums[name] = [
                 mine[0] + count,
                 mine[1] + total,
@@ -656,13 +692,26 @@ class _Columns:
             return None
         count, total, low, high = self.sums[name]
         if not quantiles:
-            return Stat(count, total / count, low, high)
+            return Stat(count, total / SUM_SCALE / count, low, high)
         if name == "running_req":
             median, p10, p90 = (_histogram_quantile(self.running_hist, q) for q in (0.5, 0.1, 0.9))
         else:
             values = np.concatenate(self.kept[name])
-            median, p10, p90 = (float(v) for v in np.quantile(values, [0.5, 0.1, 0.9]))
-        return Stat(count, total / count, low, high, median, p10, p90)
+            self.kept[name] = [values]
+            median, p10, p90 = _quantiles(values, (0.5, 0.1, 0.9))
+        return Stat(count, total / SUM_SCALE / count, low, high, median, p10, p90)
+
+
+def _quantiles(values: np.ndarray, qs: tuple[float, ...]) -> list[float]:
+    """numpy's linear quantiles, by partitioning in place (no sorted copy of a big array)."""
+    positions = [(len(values) - 1) * q for q in qs]
+    wanted = sorted({i for p in positions for i in (math.floor(p), math.ceil(p))})
+    values.partition(wanted)
+    out = []
+    for position in positions:
+        low, high = values[math.floor(position)], values[math.ceil(position)]
+        out.append(float(low + (high - low) * (position - math.floor(position))))
+    return out
 
 
 def _add_padded(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -769,35 +818,68 @@ class _Partial:
 
 
 class _Numbers:
-    """Line numbers of the lines a flag list selects, built only when needed."""
+    """Line numbers of the lines that successive flag lists select, built only on demand.
 
-    def __init__(self, base: int, flags: list[bool], numbers: list[int] | None = None) -> None:
-        self.base, self.flags, self.numbers = base, flags, numbers
+    A summary needs just the first and last number of a block's selection; only a
+    series needs them all.
+    """
 
-    def _at(self, index: int) -> int:
-        return self.numbers[index] if self.numbers is not None else self.base + index + 1
+    def __init__(self, base: int, *levels: list[bool]) -> None:
+        self.base, self.levels = base, levels
+
+    def _chain(self) -> Iterator[int]:
+        numbers: Iterator[int] = iter(range(self.base + 1, self.base + 1 + len(self.levels[0])))
+        for flags in self.levels:
+            numbers = compress(numbers, flags)
+        return numbers
 
     def first(self) -> int:
-        return self._at(self.flags.index(True))
+        return next(self._chain())
 
     def last(self) -> int:
-        return self._at(len(self.flags) - 1 - self.flags[::-1].index(True))
+        if len(self.levels) == 1:
+            flags = self.levels[0]
+            return self.base + len(flags) - flags[::-1].index(True)
+        count = self.levels[-1].count(True)
+        return next(islice(self._chain(), count - 1, None))
 
     def all(self) -> list[int]:
-        source = (
-            self.numbers
-            if self.numbers is not None
-            else range(self.base + 1, self.base + 1 + len(self.flags))
-        )
-        return list(compress(source, self.flags))
+        return list(self._chain())
+
+
+class _LineFinder:
+    """The whole lines (and their numbers) around regex matches in one block."""
+
+    def __init__(self, block: bytes, base: int) -> None:
+        self.block, self.base = block, base
+        self.position, self.newlines = 0, 0
+
+    def lines(self, matches: Iterator[re.Match[bytes]]) -> list[tuple[int, bytes]]:
+        found: list[tuple[int, bytes]] = []
+        for match in matches:
+            start = self.block.rfind(b"\n", 0, match.start()) + 1
+            if found and start <= self.position:
+                continue  # a second match on the same line
+            self.newlines += self.block.count(b"\n", self.position, start)
+            self.position = start
+            end = self.block.find(b"\n", start)
+            found.append(
+                (self.base + self.newlines + 1, self.block[start : end if end >= 0 else None])
+            )
+        return found
 
 
 class _Scanner:
     """Feeds blocks of whole lines; the fast path per block, the slow one when needed."""
 
-    def __init__(self, source: str, keep_series: bool, find_first_time: bool) -> None:
+    def __init__(
+        self, source: str, keep_series: bool, find_first_time: bool, sink: SeriesSink | None = None
+    ) -> None:
         self.source = source
         self.keep_series = keep_series
+        self.full_rows = keep_series or sink is not None
+        self.sink = sink
+        self.pending: dict[str, np.ndarray] = {}
         self.columns = {
             DECODE.name: _Columns(DECODE, keep_series),
             PREFILL.name: _Columns(PREFILL, keep_series),
@@ -816,21 +898,32 @@ class _Scanner:
         self.lines += len(lines)
         if math.isnan(self.first_time):
             self._first_time(lines, base)
+        # Decode lines are most of a busy log: picked out with C-level list operations.
         flags = list(map(contains, lines, repeat(DECODE.marker_bytes)))
-        decode_count = flags.count(True)
-        if decode_count:
+        if True in flags:
             self._batches(DECODE, list(compress(lines, flags)), _Numbers(base, flags))
-        if decode_count == len(lines):
+        if all(flags):
+            self._flush()
             return
+        # The other lines are few: prefill lines by list operations again, startup markers
+        # by a regex over their joined text, with Python work only on a hit.
         rest = list(map(not_, flags))
         others = list(compress(lines, rest))
-        other_numbers = list(compress(range(base + 1, base + 1 + len(lines)), rest))
         prefill = list(map(contains, others, repeat(PREFILL.marker_bytes)))
         if True in prefill:
-            self._batches(
-                PREFILL, list(compress(others, prefill)), _Numbers(0, prefill, other_numbers)
-            )
-        self._markers(others, other_numbers)
+            selected = list(compress(others, prefill))
+            self._batches(PREFILL, selected, _Numbers(base, rest, prefill))
+        joined = b"\n".join(others)
+        hits = _LineFinder(joined, 0).lines(MARKER.finditer(joined))
+        if hits:
+            numbers = _Numbers(base, rest).all()
+            self.events += [self._line(raw, numbers[index - 1]) for index, raw in hits]
+        self._flush()
+
+    def _flush(self) -> None:
+        if self.sink is not None and self.pending:
+            self.sink(self.pending.get(DECODE.name), self.pending.get(PREFILL.name))
+        self.pending = {}
 
     def _first_time(self, lines: list[bytes], base: int) -> None:
         for offset, raw in enumerate(lines[:5000]):
@@ -848,26 +941,30 @@ class _Scanner:
         if kind is DECODE and self.first_decode is None:
             self.first_decode = sample
         first = parse_batch(sample, kind)
-        layout = _layout(lines[0], sample, kind, self.keep_series) if first else None
+        layout = _layout(lines[0], sample, kind, self.full_rows) if first else None
         joined = b"\n".join(lines)
         table = _fast_table(joined, len(lines), layout, kind) if layout else None
         if table is not None:
             last = parse_batch(self._line(lines[-1], numbers.last()), kind)
-            graph = layout.has_graph_values
             if last is None or not (
-                _same_row(table[0], first, kind, graph) and _same_row(table[-1], last, kind, graph)
+                _same_row(table[0], first, kind, layout)
+                and _same_row(table[-1], last, kind, layout)
             ):
                 table = None
         if table is None:
             self.slow_lines += len(lines)
-            self.columns[kind.name].add(self._slow_table(kind, lines, numbers.all()))
+            table = self._slow_table(kind, lines, numbers.all())
+            self.columns[kind.name].add(table)
+            self.pending[kind.name] = table
             return
         counts = None
-        if self.keep_series:
+        if self.full_rows:
             table[:, 0] = numbers.all()
         if not layout.has_graph_values:
-            counts = (joined.count(b"graph: True"), joined.count(b"graph: False"))
+            true = joined.count(b"graph: True") if layout.has_graph_field else 0
+            counts = (true, len(lines) - true if layout.has_graph_field else 0)
         self.columns[kind.name].add(table, counts)
+        self.pending[kind.name] = table
 
     def _slow_table(self, kind: BatchKind, lines: list[bytes], numbers: list[int]) -> np.ndarray:
         rows = (
@@ -875,16 +972,6 @@ class _Scanner:
         )
         table = [[row.get(c, NAN) for c in kind.columns] for row in rows if row is not None]
         return np.array(table, dtype=np.float64).reshape(-1, len(kind.columns))
-
-    def _markers(self, lines: list[bytes], numbers: list[int]) -> None:
-        if not lines:
-            return
-        joined = b"\n".join(lines)
-        if MARKER.search(joined) is None:
-            return
-        for raw, number in zip(lines, numbers, strict=True):
-            if MARKER.search(raw):
-                self.events.append(self._line(raw, number))
 
     def finish(self) -> _Partial:
         return _Partial(
@@ -933,9 +1020,11 @@ def _scan_range(path: str, source: str, start: int, end: int, keep_series: bool)
     return scanner.finish()
 
 
-def _scan_stream(text_input: TextInput, keep_series: bool) -> tuple[_Partial, list[str]]:
+def _scan_stream(
+    text_input: TextInput, keep_series: bool, sink: SeriesSink | None = None
+) -> tuple[_Partial, list[str]]:
     notes: list[str] = []
-    scanner = _Scanner(text_input.path, keep_series, find_first_time=True)
+    scanner = _Scanner(text_input.path, keep_series, find_first_time=True, sink=sink)
     raw = sys.stdin.buffer if text_input.file is None else open(text_input.file, "rb")  # noqa: SIM115
     try:
         stream = raw
@@ -1073,7 +1162,7 @@ def _startup_event(summary: StartupSummary, event: Line, begins: dict[str, float
         summary.phases.append(
             StartupPhase(
                 "kv_cache",
-                dtype[1] if dtype else "KV cache",
+                dtype[1] if dtype else "",
                 event.number,
                 tokens=int(tokens[1]) if tokens else None,
                 size_gb=round(sum(sizes), 2) if sizes else None,
@@ -1161,12 +1250,22 @@ def run_config(server_args: dict[str, Any] | None, limits: dict[str, int]) -> di
 
 
 def extract(
-    text_input: TextInput, keep_series: bool = False, workers: int | None = None
+    text_input: TextInput,
+    keep_series: bool = False,
+    workers: int | None = None,
+    sink: SeriesSink | None = None,
 ) -> RunMetrics:
-    """Metrics of one input (raises nothing for odd content; empty sections stay empty)."""
+    """Metrics of one input (raises nothing for odd content; empty sections stay empty).
+
+    `keep_series` keeps every row in memory (RunMetrics.series); `sink` instead receives
+    each block's rows as they are read (one process, memory bounded).
+    """
     if text_input.is_binary():
         return _empty(text_input.path, ["binary file: skipped"])
-    partial, notes = _scan(text_input, keep_series, workers or worker_count())
+    if sink is not None:
+        partial, notes = _scan_stream(text_input, keep_series, sink)
+    else:
+        partial, notes = _scan(text_input, keep_series, workers or worker_count())
     return _summarize(text_input.path, partial, notes + list(text_input.notes), keep_series)
 
 
@@ -1268,12 +1367,58 @@ def _notes(run: RunMetrics) -> list[str]:
 SERIES_SUFFIXES = (".csv", ".parquet")
 
 
-def write_series(runs: list[RunMetrics], path: Path, inputs: list[str]) -> int:
-    """Write every run's batch rows (needs keep_series) as CSV or Parquet; return the rows.
+def extract_with_series(
+    paths: list[str], path: Path, workers: int | None = None
+) -> tuple[list[RunMetrics], int]:
+    """Metrics of every input, writing all batch rows to `path` (.csv or .parquet).
 
-    Written to a temp file beside the target and renamed over it, never over an input.
-    Parquet needs pyarrow, which is optional.
+    CSV is streamed block by block, so memory stays bounded however long the log;
+    Parquet (pyarrow, optional) is written from one in-memory DataFrame. The file is
+    written beside the target and renamed over it, never over an input.
     """
+    from analyzer.output import OutputError
+
+    target = _series_target(path, paths)
+    temp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        if target.suffix.lower() == ".csv":
+            with open(temp, "w", encoding="utf-8", newline="") as handle:
+                sink = _CsvSink(handle)
+                runs = []
+                for text_input in open_inputs(paths):
+                    sink.source = text_input.path
+                    runs.append(extract(text_input, sink=sink))
+            rows = sink.rows
+        else:
+            import pandas as pd
+
+            runs = extract_paths(paths, keep_series=True, workers=workers)
+            frame = pd.concat([r.series_frame() for r in runs], ignore_index=True)
+            frame.to_parquet(temp, index=False)
+            rows = len(frame)
+        os.replace(temp, target)
+    except OSError as exc:
+        temp.unlink(missing_ok=True)
+        raise OutputError(f"{path}: cannot write ({exc.strerror or exc})") from None
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+    return runs, rows
+
+
+class _CsvSink:
+    """Appends each block's rows to an open CSV file, the header once."""
+
+    def __init__(self, handle) -> None:
+        self.handle, self.source, self.rows = handle, "", 0
+
+    def __call__(self, decode: np.ndarray | None, prefill: np.ndarray | None) -> None:
+        frame = series_frame(self.source, decode, prefill)
+        frame.to_csv(self.handle, header=self.rows == 0, index=False)
+        self.rows += len(frame)
+
+
+def _series_target(path: Path, inputs: list[str]) -> Path:
     from analyzer.output import OutputError
 
     suffix = path.suffix.lower()
@@ -1289,21 +1434,7 @@ def write_series(runs: list[RunMetrics], path: Path, inputs: list[str]) -> int:
             raise OutputError(f"{path}: refusing to write the series over an input file")
     if not target.parent.is_dir():
         raise OutputError(f"{path}: folder {target.parent} does not exist")
-    import pandas as pd
-
-    frames = [run.series_frame() for run in runs]
-    frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
-    temp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    try:
-        if suffix == ".csv":
-            frame.to_csv(temp, index=False)
-        else:
-            frame.to_parquet(temp, index=False)
-        os.replace(temp, target)
-    except OSError as exc:
-        temp.unlink(missing_ok=True)
-        raise OutputError(f"{path}: cannot write ({exc.strerror or exc})") from None
-    return len(frame)
+    return target
 
 
 def _has_module(name: str) -> bool:

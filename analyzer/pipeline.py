@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from analyzer import incident as incidents_stage
 from analyzer.catalog import FlagCatalog, load_catalog
+from analyzer.command_checks import CHECK_RULES, check_command
 from analyzer.fix import choose_command, propose
 from analyzer.link import link
 from analyzer.literal_scan import LiteralFinder, finder_for, scan_chunks
@@ -22,6 +23,7 @@ from analyzer.model import (
     Line,
     Report,
     ScannedLog,
+    severity_rank,
 )
 from analyzer.read import TextInput, open_inputs
 from analyzer.redact import redact_report
@@ -88,6 +90,7 @@ def analyze(
         if log is None:
             continue
         incidents = analyze_log(log, context)
+        incidents.extend(_command_incidents(log, context))
         found.extend(incidents)
         if incidents or not last_lines:
             last_lines = log.tail
@@ -135,10 +138,25 @@ def analyze_log(
         rule = context.by_id[match.rule_id]
         finding = link(match, rule, context.catalog)
         incidents.append(_incident(finding, rule, log, context, launch, command_source))
-    if not incidents:
+    if not [i for i in incidents if not _is_warning(i)]:
         fallback = incidents_stage.fallback_incident(log)
-        incidents = [fallback] if fallback else []
+        incidents = [fallback, *incidents] if fallback else incidents
     return incidents
+
+
+def _command_incidents(log: ScannedLog, context: _Context) -> list[Incident]:
+    """Silent reinterpretations of the launch command (analyzer/command_checks.py)."""
+    choice = choose_command(context.options.command, log.commands, log.server_args, context.catalog)
+    if choice is None:
+        return []
+    findings = check_command(choice.command, context.catalog, log.server_args, log)
+    return [_incident(f, CHECK_RULES[f.match.rule_id], log, context) for f in findings]
+
+
+def _is_warning(incident: Incident) -> bool:
+    """Warnings (silent misconfigurations) never explain a failure: no cause hides behind
+    them, and they are reported after every fatal incident."""
+    return severity_rank(incident.severity) >= severity_rank("warning")
 
 
 def _incident(
@@ -183,17 +201,31 @@ def _finish(
     found: list[Incident], summaries: list[InputSummary], last_lines: list[Line], context: _Context
 ) -> Report:
     alone = {r.id for r in context.rules if r.alone}
-    priorities = {**{r.id: r.priority for r in context.rules}, **SESSION_PRIORITIES}
+    priorities = {
+        **{r.id: r.priority for r in [*context.rules, *CHECK_RULES.values()]},
+        **SESSION_PRIORITIES,
+    }
     merged = _per_attempt(found, incidents_stage.merge_ranks, by_ref=False)
     ordered = incidents_stage.order(merged, priorities, [s.path for s in summaries])
-    ordered = sorted(ordered, key=lambda i: i.attempt or 0)  # a session's attempts in order
-    ordered = _per_attempt(
-        ordered, lambda group: incidents_stage.drop_redundant(group, alone), by_ref=True
-    )
+    # a session's attempts in order; within one, warnings after the failures
+    ordered = sorted(ordered, key=lambda i: (i.attempt or 0, _is_warning(i)))
+    ordered = _per_attempt(ordered, lambda group: _drop_redundant(group, alone), by_ref=True)
     warnings = [f"{s.path}: {note}" for s in summaries for note in s.notes]
     return incidents_stage.build_report(
         summaries, ordered, last_lines, warnings, context.catalog.version
     )
+
+
+def _drop_redundant(group: list[Incident], alone: set[str]) -> list[Incident]:
+    """drop_redundant over the causes only: a warning on the same line as another (several
+    command checks share the launch line) or beside a silent death takes nothing away. A
+    warning whose corrected command is a cause's (the same mistake, crashed) adds nothing."""
+    causes = incidents_stage.drop_redundant([i for i in group if not _is_warning(i)], alone)
+    kept = {id(i) for i in causes}
+    fixed = {i.corrected_command for i in causes if i.corrected_command}
+    return [
+        i for i in group if id(i) in kept or (_is_warning(i) and i.corrected_command not in fixed)
+    ]
 
 
 # ---- session transcripts ------------------------------------------------------------------
@@ -232,7 +264,8 @@ def _analyze_transcript(
             # a view is part of a log, possibly taken mid-startup: whole-log verdicts
             # (empty, ended without error) are the transcript's to make, with its evidence
             found_here = analyze_log(log, context, launch, "transcript")
-            kept = [i for i in found_here if i.rule not in view_only]
+            # warnings stay out: an attempt's incidents decide that it failed
+            kept = [i for i in found_here if i.rule not in view_only and not _is_warning(i)]
             incidents.extend(kept)
             if kept or not tail:
                 tail = log.tail

@@ -11,7 +11,11 @@ matches, so both tools parse the same rows; the row counts are checked to agree.
 
 SGLang's parser is loaded from its file (not via `import sglang`, which would drag
 torch into its timing) and run with the SGLang venv's python, which needs polars.
-Times are wall-clock of the whole process, peak RSS is the child's ru_maxrss.
+Times are wall-clock of the whole process (and its CPU seconds); peak RSS is the
+largest ru_maxrss of the process or any of its workers, and "tree MB" the largest sum
+of the proportional set size (PSS: shared pages split between the processes sharing
+them) of the process and its workers, sampled every 20 ms; loganalyze scans big files
+with one worker process per CPU, forked, so they share the parent's pages.
 Targets (reported, never enforced): at most 1/5 of SGLang's time, peak RSS < 250 MB.
 """
 
@@ -21,9 +25,11 @@ import argparse
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -48,7 +54,9 @@ print(len(df))
 class Timing:
     tool: str
     seconds: float
+    cpu_seconds: float
     peak_rss_mb: float
+    tree_rss_mb: float
     rows: int | None
     exit_code: int
 
@@ -69,7 +77,7 @@ def generate(path: Path, size_bytes: int, seed: int = 7) -> int:
             chunk = []
             for _ in range(1000):
                 second += 1
-                stamp = _stamp(second // 4)
+                stamp = _stamp(40 + second // 4)
                 if rng.random() < 0.08:
                     chunk.append(
                         f"[{stamp} TP0] Prefill batch, #new-seq: {rng.randint(1, 8)}, "
@@ -125,27 +133,83 @@ def _startup_block() -> str:
     )
 
 
-def run_measured(tool: str, argv: list[str]) -> tuple[Timing, str]:
-    """Run a child, return wall time, its own peak RSS (ru_maxrss via wait4) and stdout."""
+def run_measured(
+    tool: str, argv: list[str], env: dict[str, str] | None = None
+) -> tuple[Timing, str]:
+    """Run a child; wall time, CPU time, peak RSS (own and of its process tree), stdout."""
     with tempfile.TemporaryFile() as out:
         start = time.perf_counter()
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.PIPE, env=env)
+        sampler = _TreeSampler(proc.pid)
+        sampler.start()
         _, status, usage = os.wait4(proc.pid, 0)
         elapsed = time.perf_counter() - start
+        sampler.stop()
         proc.returncode = os.waitstatus_to_exitcode(status)
         stderr = proc.stderr.read().decode("utf-8", "replace") if proc.stderr else ""
         out.seek(0)
         stdout = out.read().decode("utf-8", "replace")
     if proc.returncode != 0:
         print(f"{tool} exited {proc.returncode}: {stderr.strip()[-2000:]}", file=sys.stderr)
-    return Timing(
-        tool, round(elapsed, 2), round(usage.ru_maxrss / 1024, 1), None, proc.returncode
-    ), stdout
+    timing = Timing(
+        tool,
+        round(elapsed, 2),
+        round(usage.ru_utime + usage.ru_stime, 2),
+        round(usage.ru_maxrss / 1024, 1),
+        round(sampler.peak_kb / 1024, 1),
+        None,
+        proc.returncode,
+    )
+    return timing, stdout
 
 
-def time_loganalyze(log: Path) -> Timing:
+class _TreeSampler(threading.Thread):
+    """Largest sum of PSS over a process and its descendants, from /proc."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.peak_kb, self.done = pid, 0, threading.Event()
+
+    def run(self) -> None:
+        while not self.done.wait(0.02):
+            self.peak_kb = max(self.peak_kb, sum(_pss_kb(p) for p in _tree(self.pid)))
+
+    def stop(self) -> None:
+        self.done.set()
+        self.join()
+
+
+def _tree(pid: int) -> list[int]:
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        try:
+            with open(f"/proc/{current}/task/{current}/children") as handle:
+                todo += [int(c) for c in handle.read().split()]
+        except OSError:
+            pass
+    return found
+
+
+def _pss_kb(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as handle:
+            for line in handle:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def time_loganalyze(log: Path, workers: int | None = None) -> Timing:
     argv = [sys.executable, "-m", "analyzer", "metrics", str(log), "--format", "json"]
-    timing, stdout = run_measured("loganalyze metrics", argv)
+    label = "loganalyze metrics"
+    if workers is not None:
+        argv += ["--workers", str(workers)]
+        label += f" --workers {workers}"
+    timing, stdout = run_measured(label, argv)
     if timing.exit_code == 0:
         timing.rows = json.loads(stdout)["runs"][0]["decode"]["lines"]
     return timing
@@ -187,6 +251,7 @@ def main() -> None:
     parser.add_argument("--size-mb", type=int, default=1024, help="size of the generated log")
     parser.add_argument("--skip-sglang", action="store_true")
     parser.add_argument("--keep", action="store_true", help="keep the generated log")
+    parser.add_argument("--series", action="store_true", help="also time -o series.csv")
     args = parser.parse_args()
 
     folder = Path(tempfile.mkdtemp(prefix="metrics-bench-"))
@@ -199,34 +264,41 @@ def main() -> None:
         print(
             f"generated {log} ({log.stat().st_size / 2**20:.0f} MiB, {lines} decode lines) in {took:.1f} s"
         )
-    results = [time_loganalyze(log), time_loganalyze_series(log, folder / "series.csv")]
+    results = [time_loganalyze(log), time_loganalyze(log, workers=1)]
+    if args.series:
+        results.append(time_loganalyze_series(log, folder / "series.csv"))
     if not args.skip_sglang:
         sglang = time_sglang(log)
         if sglang is not None:
             results.append(sglang)
     _report(results, log)
-    if args.log is None and not args.keep:
-        log.unlink()
-    (folder / "series.csv").unlink(missing_ok=True)
+    if not args.keep:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _report(results: list[Timing], log: Path) -> None:
     size = log.stat().st_size / 2**20
     print(f"\nlog: {log} ({size:.0f} MiB)")
-    print(f"{'tool':<36} {'seconds':>9} {'peak RSS MB':>12} {'rows':>10}")
+    print(f"{'tool':<36} {'seconds':>8} {'cpu s':>7} {'peak MB':>8} {'tree MB':>8} {'rows':>9}")
     for r in results:
-        print(f"{r.tool:<36} {r.seconds:>9.2f} {r.peak_rss_mb:>12.1f} {r.rows!s:>10}")
-    ours, sglang = results[0], next((r for r in results if r.tool.startswith("sglang")), None)
+        print(
+            f"{r.tool:<36} {r.seconds:>8.2f} {r.cpu_seconds:>7.2f} {r.peak_rss_mb:>8.1f} "
+            f"{r.tree_rss_mb:>8.1f} {r.rows!s:>9}"
+        )
+    ours = results[0]
+    sglang = next((r for r in results if r.tool.startswith("sglang")), None)
     verdicts = [
-        f"peak RSS {ours.peak_rss_mb:.0f} MB (target < {TARGET_RSS_MB:.0f} MB): "
-        f"{'met' if ours.peak_rss_mb < TARGET_RSS_MB else 'MISSED'}"
+        f"peak RSS {ours.peak_rss_mb:.0f} MB per process, {ours.tree_rss_mb:.0f} MB PSS summed "
+        f"over it and its workers (target < {TARGET_RSS_MB:.0f} MB): "
+        f"{'met' if max(ours.peak_rss_mb, ours.tree_rss_mb) < TARGET_RSS_MB else 'MISSED'}"
     ]
     if sglang is not None and sglang.exit_code == 0:
-        ratio = sglang.seconds / ours.seconds if ours.seconds else float("inf")
-        verdicts.append(
-            f"speed: {ratio:.1f}x SGLang's parser (target >= {TARGET_RATIO:.0f}x): "
-            f"{'met' if ratio >= TARGET_RATIO else 'MISSED'}"
-        )
+        for mine in (r for r in results if r.tool.startswith("loganalyze metrics") and r.rows):
+            ratio = sglang.seconds / mine.seconds if mine.seconds else float("inf")
+            verdicts.append(
+                f"{mine.tool}: {ratio:.1f}x faster than SGLang's parser "
+                f"(target >= {TARGET_RATIO:.0f}x): {'met' if ratio >= TARGET_RATIO else 'MISSED'}"
+            )
         if sglang.rows != ours.rows:
             verdicts.append(f"row counts differ: ours {ours.rows}, SGLang's {sglang.rows}")
     print("\n".join(verdicts))

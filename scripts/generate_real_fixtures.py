@@ -840,9 +840,14 @@ def check(case: Case) -> list[str]:
 
 
 def remove_stale(cases: Sequence[Case]) -> None:
-    """Delete fixtures/real files that no case produces (full runs only)."""
+    """Delete fixtures/real files that no case produces (full runs only).
+
+    `intent_*` fixtures belong to scripts/generate_intent_fixtures.py and are kept.
+    """
     wanted = {f"{case.name}{suffix}" for case in cases for suffix in (".log", ".toml")}
     for path in REAL.iterdir():
+        if path.name.startswith("intent_"):
+            continue
         if path.suffix in (".log", ".toml") and path.name not in wanted:
             path.unlink()
 

@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from analyzer.compare import Comparison, median_throughput
+from analyzer.formats.report_text import printable
 from analyzer.formats.terminal import clean
 from analyzer.metrics import CONFIG_KEYS, RunMetrics, StartupPhase, Stat, format_ms
 from analyzer.model import SCHEMA_VERSION, Incident, Line
@@ -70,8 +71,8 @@ def _decode_lines(run: RunMetrics) -> list[str]:
         ("accept length", _mean_range(decode.accept_len)),
         ("accept rate", _mean_range(decode.accept_rate)),
         ("running requests", _median_max(decode.running_req)),
-        ("token usage", _mean_max(decode.token_usage)),
-        ("queued requests", _mean_max(decode.queue_req)),
+        ("token usage", _mean_max(decode.token_usage, "{:.2f}")),
+        ("queued requests", _mean_max(decode.queue_req, "{:g}")),
         (
             "cuda graph",
             f"{decode.graph_share:.0%} of batches" if decode.graph_share is not None else None,
@@ -123,7 +124,7 @@ def _startup_lines(run: RunMetrics) -> list[str]:
 
 
 def _phase_text(phase: StartupPhase) -> str:
-    parts = [clean(phase.label)]
+    parts = [clean(phase.label)] if phase.label else []
     if phase.seconds is not None:
         parts.append(f"{phase.seconds:.2f} s")
     if phase.mem_gb is not None:
@@ -167,10 +168,10 @@ def _median_max(stat: Stat | None) -> str | None:
     return f"{median}max {stat.maximum:g}"
 
 
-def _mean_max(stat: Stat | None) -> str | None:
+def _mean_max(stat: Stat | None, maximum: str) -> str | None:
     if stat is None:
         return None
-    return f"mean {stat.mean:.2f}, max {stat.maximum:g}"
+    return f"mean {stat.mean:.2f}, max {maximum.format(stat.maximum)}"
 
 
 def _aligned(rows: list[tuple[str, str]], indent: int) -> list[str]:
@@ -281,9 +282,16 @@ def _verdict_lines(comparison: Comparison) -> list[str]:
         text = f"{word}: {clean(spec.source)} vs {clean(base.source)}: {s.ratio:.2f}x"
         if s.break_even is not None and s.accept_len is not None:
             text += f" (break-even accept length {s.break_even:.2f}, measured {s.accept_len:.2f})"
+        if s.caveats:
+            text += "; caveat: " + "; ".join(s.caveats)
         out.append(text)
-    if not comparison.speedups and any(r.speculative for r in runs):
-        out.append("speed-up: no run without speculation to compare against")
+    compared = {s.run for s in comparison.speedups}
+    for index, run in enumerate(runs):
+        if run.speculative and index not in compared:
+            out.append(
+                f"speed-up: {clean(run.source)}: no run of the same model without speculation "
+                "to compare against"
+            )
     return out
 
 
@@ -298,11 +306,11 @@ def _findings_lines(findings: list[Incident]) -> list[str]:
         out.append(f"    {clean(incident.source)}:{incident.line}")
         for line in incident.evidence:
             out.append(f"    {line.number:>6} | {clean(line.text)}")
-        out.append(f"    why: {clean(incident.explanation)}")
+        out.append(f"    why: {printable(incident.explanation)}")
         if incident.offending_flags:
             out.append(f"    flags: {' '.join(incident.offending_flags)}")
         out.append("    advice:")
-        out += [f"      - {clean(a)}" for a in incident.advice]
+        out += [f"      - {printable(a)}" for a in incident.advice]
     return out
 
 
@@ -337,6 +345,7 @@ def compare_dict(comparison: Comparison) -> dict[str, Any]:
                     "speedup": _round(s.ratio),
                     "accept_len": _round(s.accept_len),
                     "break_even_accept_len": _round(s.break_even),
+                    "caveats": list(s.caveats),
                 }
                 for s in comparison.speedups
             ],

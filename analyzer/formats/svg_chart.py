@@ -1,0 +1,152 @@
+"""Inline SVG line charts for the HTML report: no script, no network, escaped text.
+
+`line_chart` is a pure function of its data (same points, same bytes), so the HTML
+report can embed its output as is; `metrics_charts` draws a run's throughput and
+accept length over time from `RunMetrics.chart`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from html import escape
+
+from analyzer.metrics import RunMetrics
+
+PALETTE = ("#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c")
+Point = tuple[float, float | None]
+
+
+def line_chart(
+    series: Sequence[tuple[str, Sequence[Point]]],
+    *,
+    title: str,
+    y_label: str = "",
+    width: int = 640,
+    height: int = 220,
+    x_format: Callable[[float], str] = lambda x: f"{x:g}",
+    zero_based: bool = True,
+) -> str:
+    """An SVG of one or more named series of (x, y) points; a None y breaks the line.
+
+    `zero_based` starts the y axis at 0 (for rates, so a dip is not magnified).
+    """
+    values = [(x, y) for _, points in series for x, y in points if _finite(x) and _finite(y)]
+    left, right, top, bottom = 56, 12, 28, 36
+    plot_w, plot_h = width - left - right, height - top - bottom
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
+        f'width="{width}" height="{height}" role="img" aria-label="{escape(title)}" '
+        'font-family="sans-serif" font-size="11">',
+        f"<title>{escape(title)}</title>",
+        f'<text x="{left}" y="16" font-size="13" font-weight="bold">{escape(title)}</text>',
+    ]
+    if not values:
+        out.append(f'<text x="{left}" y="{top + plot_h / 2:.1f}">no data</text></svg>')
+        return "".join(out)
+    x0, x1 = _span(v[0] for v in values)
+    y0, y1 = _span(v[1] for v in values)
+    if zero_based and y0 > 0:
+        y0 = 0.0
+
+    def px(x: float) -> float:
+        return left + (x - x0) / (x1 - x0) * plot_w
+
+    def py(y: float) -> float:
+        return top + plot_h - (y - y0) / (y1 - y0) * plot_h
+
+    out.append(
+        f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" fill="none" stroke="#ccc"/>'
+    )
+    for y in (y0, (y0 + y1) / 2, y1):
+        out.append(
+            f'<text x="{left - 4}" y="{py(y) + 4:.1f}" text-anchor="end">{escape(_tick(y))}</text>'
+        )
+    for x, anchor in ((x0, "start"), (x1, "end")):
+        out.append(
+            f'<text x="{px(x):.1f}" y="{height - bottom + 14}" text-anchor="{anchor}">'
+            f"{escape(x_format(x))}</text>"
+        )
+    if y_label:
+        out.append(
+            f'<text x="12" y="{top + plot_h / 2:.1f}" transform="rotate(-90 12 {top + plot_h / 2:.1f})"'
+            f' text-anchor="middle">{escape(y_label)}</text>'
+        )
+    for index, (name, points) in enumerate(series):
+        colour = PALETTE[index % len(PALETTE)]
+        for run in _runs(points):
+            coords = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in run)
+            if len(run) == 1:
+                x, y = run[0]
+                out.append(f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="2" fill="{colour}"/>')
+            else:
+                out.append(
+                    f'<polyline points="{coords}" fill="none" stroke="{colour}" stroke-width="1.5"/>'
+                )
+        legend_x = left + 8 + index * 160
+        out.append(
+            f'<text x="{legend_x}" y="{height - 6}" fill="{colour}">&#9632; {escape(name)}</text>'
+        )
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _finite(value: float | None) -> bool:
+    return value is not None and math.isfinite(value)
+
+
+def _span(values) -> tuple[float, float]:
+    values = list(values)
+    low, high = min(values), max(values)
+    if low == high:
+        pad = abs(low) * 0.05 or 1.0
+        return low - pad, high + pad
+    return low, high
+
+
+def _tick(value: float) -> str:
+    return f"{value:.0f}" if abs(value) >= 100 else f"{value:.2f}"
+
+
+def _runs(points: Sequence[Point]) -> list[list[tuple[float, float]]]:
+    """Consecutive drawable points; a missing value starts a new run."""
+    runs: list[list[tuple[float, float]]] = [[]]
+    for x, y in points:
+        if _finite(x) and _finite(y):
+            runs[-1].append((x, y))  # type: ignore[arg-type]
+        elif runs[-1]:
+            runs.append([])
+    return [r for r in runs if r]
+
+
+def metrics_charts(run: RunMetrics) -> list[str]:
+    """Throughput and (for speculative runs) accept length over time, as SVG strings."""
+    if not run.chart:
+        return []
+    start = run.chart[0].time_ms
+
+    def seconds(point) -> float:
+        return (point.time_ms - start) / 1000
+
+    def elapsed(x: float) -> str:
+        return f"{x:.0f} s" if x < 600 else f"{x / 60:.0f} min"
+
+    charts = [
+        line_chart(
+            [("gen throughput", [(seconds(p), p.gen_throughput) for p in run.chart])],
+            title=f"Decode throughput: {run.source}",
+            y_label="tok/s",
+            x_format=elapsed,
+        )
+    ]
+    if any(p.accept_len is not None for p in run.chart):
+        charts.append(
+            line_chart(
+                [("accept length", [(seconds(p), p.accept_len) for p in run.chart])],
+                title=f"Accept length: {run.source}",
+                y_label="tokens/step",
+                x_format=elapsed,
+                zero_based=False,
+            )
+        )
+    return charts
