@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from analyzer.model import InputSummary, Line, ScannedLog
 from analyzer.read import MAX_LINE_BYTES, TextInput
@@ -98,10 +99,9 @@ def _count_long_lines(block: bytes) -> int:
     return len(starts)
 
 
-def _candidate_starts(block: bytes, finder: LiteralFinder) -> list[int]:
+def _candidate_starts(block: bytes, ends: list[int]) -> list[int]:
     starts = set()
-    view = memoryview(block)
-    for end in finder.ends(view):
+    for end in ends:
         start = block.rfind(b"\n", 0, end - 1) + 1
         if end - start <= MAX_LINE_BYTES:
             starts.add(start)
@@ -110,10 +110,10 @@ def _candidate_starts(block: bytes, finder: LiteralFinder) -> list[int]:
     return sorted(starts)
 
 
-def _feed_block(block: bytes, first_number: int, finder: LiteralFinder, feeder: _Feeder) -> int:
+def _feed_block(block: bytes, first_number: int, ends: list[int], feeder: _Feeder) -> int:
     """Feed the lines of one block that the Scanner needs; returns the next line number."""
     position, number = 0, first_number
-    for start in _candidate_starts(block, finder):
+    for start in _candidate_starts(block, ends):
         while feeder.scanner.wants_more and position < start:
             position, number = _feed_next(block, position, number, feeder)
         if position > start:
@@ -176,10 +176,27 @@ def scan_chunks(
     scanner = Scanner(summary, triggers)
     feeder = _Feeder(scanner, summary.path)
     next_number = 1
-    for block in _blocks(text_input.chunks(), text_input):
-        next_number = _feed_block(block, next_number, finder, feeder)
+    for block, ends in _searched(_blocks(text_input.chunks(), text_input), finder):
+        next_number = _feed_block(block, next_number, ends, feeder)
     tail = [feeder.line(number, raw) for number, raw in list(feeder.recent)[-TAIL_LINES:]]
     return scanner.finish(total_lines=next_number - 1, tail=tail)
+
+
+def _searched(blocks: Iterator[bytes], finder: LiteralFinder) -> Iterator[tuple[bytes, list[int]]]:
+    """Each block with its literal hits; the next block is searched while this one is fed.
+
+    The Rust search releases the GIL, so on two cores it overlaps with reading,
+    decompressing and feeding the Scanner; results come back in order.
+    """
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pending: tuple[bytes, Future[list[int]]] | None = None
+        for block in blocks:
+            search = pool.submit(finder.ends, memoryview(block))
+            if pending is not None:
+                yield pending[0], pending[1].result()
+            pending = (block, search)
+        if pending is not None:
+            yield pending[0], pending[1].result()
 
 
 def _blocks(chunks: Iterable[bytes], counter: TextInput) -> Iterator[bytes]:

@@ -2,18 +2,19 @@
 
 A server that does not crash can still miss its purpose (EAGLE-3 slower than no
 speculation); the numbers to tell are already in the log. This module reads them in
-one streaming pass over the bytes, in 8 MiB blocks, and returns plain dataclasses
+one streaming pass over the bytes, in 4 MiB blocks, and returns plain dataclasses
 (`RunMetrics`) for `analyzer.compare` and the renderers.
 
 Why it looks the way it does: a busy server writes millions of `Decode batch` lines,
 and a regex with a dozen groups costs more per line than the whole budget. So a block's
 decode lines are picked out with C-level list operations, turned into plain numeric CSV
-with `bytes.replace` + `bytes.translate`, and parsed by numpy's C `loadtxt`. The field
-layout is derived per block from one line parsed the slow, obvious way
-(`parse_batch`), checked against it, and spot-checked on the block's last line; any
-block that does not fit (mixed shapes, unknown keys, colour codes) is parsed line by
-line with `parse_batch`, so the fast path can only ever be faster, never different.
-Big plain files are cut into byte ranges scanned by worker processes.
+by one `bytes.translate`, and parsed by numpy's C `loadtxt`. The field layout is
+derived per block from one line parsed the slow, obvious way (`parse_batch`) and must
+reproduce it exactly; the block's first and last rows are then checked against
+`parse_batch` too. A block that does not fit (mixed shapes, unknown keys, colour codes)
+is parsed line by line with `parse_batch`, so the fast path is faster, never different.
+Big plain files are cut into byte ranges scanned by worker processes; aggregates are
+exact (integer sums, histograms, kept throughput values) so the cut never shows.
 
 pandas is imported only when a series is turned into a DataFrame.
 """
