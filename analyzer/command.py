@@ -237,13 +237,13 @@ class _Lexer:
         self.i = min(self.i + 1, len(text))
 
     def _expansion(self, buf: _WordBuf) -> None:
-        end = _expansion_end(self.text, self.i)
+        end = expansion_end(self.text, self.i)
         for k in range(self.i, end):
             buf.add(self.text[k], k, k + 1, "X")
         self.i = end
 
 
-def _expansion_end(text: str, i: int) -> int:
+def expansion_end(text: str, i: int) -> int:
     """End of the `...`, $(...) or ${...} starting at i (end of text if unterminated)."""
     n = len(text)
     if text[i] == "`":

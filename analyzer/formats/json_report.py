@@ -21,7 +21,7 @@ def report_dict(report: Report) -> dict[str, Any]:
             {"path": s.path, "kind": s.kind, "lines": s.lines, "notes": list(s.notes)}
             for s in report.inputs
         ],
-        "incidents": [_incident(i) for i in report.incidents],
+        "incidents": [incident_dict(i) for i in report.incidents],
         "attempts": [_attempt(a) for a in report.attempts],
         "last_lines": [_line(ln) for ln in report.last_lines] if _wants_tail(report) else [],
         "warnings": list(report.warnings),
@@ -34,7 +34,8 @@ def _wants_tail(report: Report) -> bool:
     )
 
 
-def _incident(incident: Incident) -> dict[str, Any]:
+def incident_dict(incident: Incident) -> dict[str, Any]:
+    """One incident as the JSON report writes it (metrics findings reuse it)."""
     return {
         "class": incident.rule_class,
         "rule": incident.rule,

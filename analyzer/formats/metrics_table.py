@@ -11,10 +11,11 @@ import json
 from typing import Any
 
 from analyzer.compare import Comparison, median_throughput
+from analyzer.formats.json_report import incident_dict
 from analyzer.formats.report_text import printable
 from analyzer.formats.terminal import clean
 from analyzer.metrics import CONFIG_KEYS, RunMetrics, StartupPhase, Stat, format_ms
-from analyzer.model import SCHEMA_VERSION, Incident, Line
+from analyzer.model import SCHEMA_VERSION, Incident
 
 CONFIG_LABELS = {
     "model": "model",
@@ -434,29 +435,7 @@ def _phase(phase: StartupPhase) -> dict[str, Any]:
 
 def finding_dict(incident: Incident) -> dict[str, Any]:
     """The same keys as an incident of the JSON report."""
-    return {
-        "class": incident.rule_class,
-        "rule": incident.rule,
-        "title": incident.title,
-        "severity": incident.severity,
-        "source": incident.source,
-        "line": incident.line,
-        "ranks": list(incident.ranks),
-        "evidence": [_line(ln) for ln in incident.evidence],
-        "span": list(incident.span) if incident.span else None,
-        "offending_flags": list(incident.offending_flags),
-        "explanation": incident.explanation,
-        "advice": list(incident.advice),
-        "command": incident.command,
-        "command_source": incident.command_source,
-        "corrected_command": incident.corrected_command,
-        "edits": [e.as_json() for e in incident.edits],
-        "attempt": incident.attempt,
-    }
-
-
-def _line(line: Line) -> dict[str, Any]:
-    return {"source": line.source, "line": line.number, "ref": line.ref, "text": line.text}
+    return incident_dict(incident)
 
 
 def _round(value: float | None) -> float | None:

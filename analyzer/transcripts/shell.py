@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 
 import regex
 
+from analyzer.command import expansion_end
+
 WORD_END = frozenset(" \t\r\n;&|<>()")
 OPERATOR = regex.compile(
     r"\d*[<>]&(?:\d+|-)(?=[\s;&|<>()]|$)|&>>|&>|\d*>>|\d*>\||\d*<<<|\d*<<-|\d*<<|\d*<>|\d*>|\d*<"
@@ -354,7 +356,7 @@ class _Lexer:
                 quotes += '"'
                 chars.append(self._double(start))
             elif char == "`" or text.startswith(("$(", "${"), self.i):
-                end = _expansion_end(text, self.i)
+                end = expansion_end(text, self.i)
                 chars.append(text[self.i : end])
                 self.i = end
             else:
@@ -385,7 +387,7 @@ class _Lexer:
                     out.append(text[self.i + 1])
                 self.i += 2
             elif char == "`" or text.startswith(("$(", "${"), self.i):
-                end = _expansion_end(text, self.i)
+                end = expansion_end(text, self.i)
                 out.append(text[self.i : end])
                 self.i = end
             else:
@@ -400,35 +402,6 @@ class _Lexer:
         quote = self.text[at]
         detail = f"the {quote} opened here never closes: the shell waits for more input or fails"
         self.level.problems.append(Problem("unterminated_quote", detail, self.level, (at, at + 1)))
-
-
-def _expansion_end(text: str, i: int) -> int:
-    """End of the `...`, $(...) or ${...} starting at i (end of text if unterminated)."""
-    n = len(text)
-    if text[i] == "`":
-        j = i + 1
-        while j < n and text[j] != "`":
-            j += 2 if text[j] == "\\" else 1
-        return min(j + 1, n)
-    opener, closer = ("(", ")") if text[i + 1] == "(" else ("{", "}")
-    depth, j = 0, i + 1
-    while j < n:
-        char = text[j]
-        if char == "\\":
-            j += 2
-            continue
-        if char == "'" and opener == "(":
-            close = text.find("'", j + 1)
-            j = n if close < 0 else close + 1
-            continue
-        if char == opener:
-            depth += 1
-        elif char == closer:
-            depth -= 1
-            if depth == 0:
-                return j + 1
-        j += 1
-    return n
 
 
 def _commands(tokens: list[_Token]) -> tuple[list[Command], list[tuple[int, int]]]:
