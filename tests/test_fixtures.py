@@ -62,3 +62,19 @@ def test_every_fixture_records_its_origin():
             assert case.fixture.get("command") and case.fixture.get("sglang_version"), case.id
         else:
             assert case.fixture.get("note"), f"{case.id}: say what the fixture follows"
+
+
+VERIFIED = [c for c in CASES if c.expect.get("corrected_command") and c.expect.get("verified")]
+
+
+@pytest.mark.parametrize("case", VERIFIED, ids=[c.id for c in VERIFIED])
+def test_verified_corrections_pass_the_committed_catalog(case):
+    """Corrections real SGLang accepted (generator --check) also pass our catalog check."""
+    from analyzer.catalog import load_catalog
+    from analyzer.command import parse_launch_command
+    from analyzer.fix import validate
+
+    catalog = load_catalog(case.fixture.get("sglang_version"))
+    command = parse_launch_command(case.expect["corrected_command"], catalog.takes_value)
+    assert command is not None
+    assert validate(command, catalog) == []
