@@ -23,7 +23,39 @@ usage: sglang serve [-h] --model-path MODEL_PATH
 sglang serve: error: unrecognized arguments: --num-speculative-tokens 4
 """
 
-RENDERERS = {"json": render_json, "plain": render_plain}
+
+def _html(report):
+    from analyzer.formats.html import render_html
+
+    return render_html(report)
+
+
+def _markdown(report):
+    from analyzer.formats.markdown import render_markdown
+
+    return render_markdown(report)
+
+
+def _junit(report):
+    from analyzer.formats.junit import render_junit
+
+    return render_junit(report)
+
+
+def _annotations(report):
+    from analyzer.formats.github import render_annotations
+
+    return render_annotations(report)
+
+
+RENDERERS = {
+    "json": render_json,
+    "plain": render_plain,
+    "html": _html,
+    "markdown": _markdown,
+    "junit": _junit,
+    "github": _annotations,
+}
 
 
 @pytest.mark.parametrize("fmt", sorted(RENDERERS))
