@@ -9,6 +9,7 @@ lines that hold a rule's trigger literal, parsed tracebacks, and the tail.
 from __future__ import annotations
 
 import ast
+import warnings
 from collections import deque
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -101,6 +102,13 @@ def split_prefix(source: str, number: int, raw: str) -> Line:
     return Line(source, number, text, body, timestamp, ranks, actor)
 
 
+def _parse_python(text: str) -> ast.expr:
+    """ast.parse of logged text, without Python's escape-sequence warnings about it."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ast.parse(text, mode="eval").body
+
+
 def parse_server_args(body: str) -> dict[str, Any] | None:
     """Parse the startup record: `server_args={...}` (0.5.x) or `server_args=ServerArgs(...)`.
 
@@ -112,7 +120,7 @@ def parse_server_args(body: str) -> dict[str, Any] | None:
     if start < 0:
         return None
     try:
-        call = ast.parse(body[start:].strip(), mode="eval").body
+        call = _parse_python(body[start:].strip())
     except SyntaxError:
         return None
     if not isinstance(call, ast.Call):
@@ -130,7 +138,7 @@ def parse_server_args(body: str) -> dict[str, Any] | None:
 
 def _parse_server_args_dict(text: str) -> dict[str, Any] | None:
     try:
-        node = ast.parse(text.strip(), mode="eval").body
+        node = _parse_python(text.strip())
     except SyntaxError:
         return None
     if not isinstance(node, ast.Dict):
