@@ -191,3 +191,65 @@ def test_output_file_is_written_atomically(tmp_path):
     assert result.returncode == 1
     assert json.loads(out.read_text())["schema_version"] == 1
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".report")] == []
+
+
+def test_directory_with_an_unreadable_file_says_what_was_skipped(tmp_path, monkeypatch):
+    # CI runs as root, where chmod cannot make a file unreadable: deny it at os.access.
+    from analyzer import read
+    from analyzer.pipeline import analyze
+
+    (tmp_path / "a.log").write_text(ARGPARSE_LOG)
+    (tmp_path / "b.log").write_text(ARGPARSE_LOG)
+    real_access = os.access
+    monkeypatch.setattr(
+        read.os, "access", lambda p, m: Path(p).name != "b.log" and real_access(p, m)
+    )
+    report = analyze([str(tmp_path)])
+    assert [Path(i.path).name for i in report.inputs] == ["a.log"]
+    assert any("skipped unreadable" in w and "b.log" in w for w in report.warnings)
+
+
+def test_file_truncated_while_being_read(tmp_path, monkeypatch):
+    from analyzer import read
+    from analyzer.formats.json_report import render_json
+    from analyzer.pipeline import analyze
+
+    log = tmp_path / "run.log"
+    log.write_text(
+        ("[2026-01-01 10:00:00 TP0] Decode batch, token usage: 0.5\n" * 2000) + ARGPARSE_LOG
+    )
+    monkeypatch.setattr(read, "CHUNK_BYTES", 4096)
+    original = read.TextInput._read_chunks
+
+    def truncating(self, stream):
+        for number, chunk in enumerate(original(self, stream)):
+            if number == 2:
+                os.truncate(log, 1000)
+            yield chunk
+
+    monkeypatch.setattr(read.TextInput, "_read_chunks", truncating)
+    report = json.loads(render_json(analyze([str(log)])))
+    assert report["inputs"][0]["lines"] > 0
+    assert report["schema_version"] == 1
+
+
+def test_file_that_grows_while_being_read(tmp_path):
+    log = tmp_path / "run.log"
+    log.write_text("[2026-01-01 10:00:00 TP0] Decode batch, token usage: 0.5\n" * 200000)
+    stop = threading.Event()
+
+    def grow():
+        with open(log, "a") as handle:
+            while not stop.is_set():
+                handle.write("[2026-01-01 10:00:01 TP0] Decode batch, token usage: 0.6\n" * 100)
+                handle.flush()
+
+    writer = threading.Thread(target=grow)
+    writer.start()
+    try:
+        result = run(str(log), "--format", "json")
+    finally:
+        stop.set()
+        writer.join(timeout=10)
+    report = json_report(result)
+    assert report["inputs"][0]["lines"] >= 200000
