@@ -20,7 +20,9 @@ from analyzer.output import OutputError, write_atomically
 from analyzer.read import InputError
 from analyzer.rulebook import RuleError
 
-SUBCOMMANDS = ("analyze", "rules", "catalog", "ci", "metrics", "compare", "run", "status")
+SUBCOMMANDS = (
+    "analyze", "rules", "catalog", "ci", "metrics", "compare", "run", "status", "verify",
+)  # fmt: skip
 EXIT_USAGE = 2
 EXIT_INTERNAL = 3
 
@@ -97,6 +99,9 @@ def analyze(
         InputFormat,
         typer.Option("--input-format", help="What the inputs are (auto: judged by content)."),
     ] = InputFormat.auto,
+    verify: Annotated[
+        bool, typer.Option("--verify", help="Check corrected commands with the installed SGLang.")
+    ] = False,
 ) -> None:
     """Analyze SGLang logs: what failed, which flag, and the corrected command."""
     from analyzer.pipeline import Options
@@ -113,6 +118,8 @@ def analyze(
 
             targets = {"html": html, "markdown": markdown, "junit": junit}
             write_reports(report, targets, paths, "info")
+        if verify:
+            _verify_corrections(report)
     except (InputError, RuleError, CatalogError, OutputError) as exc:
         raise fail(str(exc)) from None
     except Exception as exc:  # noqa: BLE001 - the promise is: never a traceback
@@ -120,6 +127,44 @@ def analyze(
             raise
         raise fail(f"internal error: {exc!r} (rerun with --debug)", EXIT_INTERNAL) from None
     raise typer.Exit(1 if report.incidents else 0)
+
+
+def _verify_corrections(report) -> None:
+    """One stderr line per corrected command: SGLang's verdict (stdout stays the report)."""
+    from analyzer.verify import verify_command
+
+    for incident in report.incidents:
+        if incident.corrected_command is None:
+            continue
+        result = verify_command(incident.corrected_command)
+        if result.status == "pass":
+            line = f"corrected command verified with sglang {result.sglang_version}"
+        elif result.status == "fail":
+            version, message = result.sglang_version, result.message
+            line = f"corrected command rejected by sglang {version}: {message}"
+        else:
+            line = f"corrected command not verified ({result.status}): {result.message}"
+        typer.echo(f"{incident.source}:{incident.line}: {line}", err=True)
+
+
+@app.command("verify")
+def verify_launch(
+    command: Annotated[str, typer.Argument(help="The launch command, quoted as one argument.")],
+    python: Annotated[
+        str | None,
+        typer.Option("--python", help="SGLang's Python (default: $LOGANALYZE_SGLANG_PYTHON)."),
+    ] = None,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds to wait.")] = 120.0,
+) -> None:
+    """Run a launch command through the installed SGLang's parser and checks (no GPU, no model).
+
+    Exits 0 when SGLang accepts it, 1 when it rejects it, 2 when SGLang is missing or too slow.
+    """
+    from analyzer.verify import describe, verify_command
+
+    result = verify_command(command, python, timeout)
+    typer.echo(describe(result))
+    raise typer.Exit({"pass": 0, "fail": 1}.get(result.status, 2))
 
 
 def _command_text(command: str | None, command_file: Path | None) -> str | None:

@@ -74,11 +74,16 @@ except ModuleNotFoundError:  # pragma: no cover - Python 3.10
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "fixtures" / "models"
 REAL = ROOT / "fixtures" / "real"
+
+# The verify steps live in the analyzer (loganalyze verify); this script runs under SGLang's
+# Python, where the project is not installed, so import it from the checkout.
+sys.path.insert(0, str(ROOT))
+from analyzer.verify import VERIFY_MARKER, VERIFY_SNIPPET  # noqa: E402
+
 SGLANG_VERSION = "0.5.23"
 LAUNCH = "python -m sglang.launch_server"
 TIMEOUT_S = 120
 VERIFY_TIMEOUT_S = 180
-VERIFY_MARKER = "LOGANALYZE-VERIFY-OK"
 # Held by a listening socket while the port_in_use cases run.
 BUSY_PORT = 31337
 # argparse's error line: SGLang's parser is ArgumentParser(prog="sglang serve"),
@@ -91,19 +96,6 @@ EAGLE3 = (
 )
 EAGLE = "--speculative-algorithm EAGLE --speculative-draft-model-path fixtures/models/eagle-draft"
 DP_ATTN = "--tp-size 2 --attn-dp-size 2"
-
-# What `verify` runs in SGLang's Python: launch_server's steps up to (not into)
-# run_server's dispatch, plus the check engine._launch_subprocesses runs next.
-VERIFY_SNIPPET = f"""
-import sys
-from sglang.srt.plugins import load_plugins
-from sglang.srt.server_args import prepare_server_args
-load_plugins()
-server_args = prepare_server_args(sys.argv[1:])
-server_args.resolve_once()
-server_args.check_server_args()
-print({VERIFY_MARKER!r})
-"""
 
 _LLAMA_COMMON: dict[str, object] = {
     "bos_token_id": 1,

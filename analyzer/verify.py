@@ -1,0 +1,295 @@
+"""Run a launch command's arguments through the installed SGLang's own validation.
+
+A corrected command that SGLang then rejects costs the user another crash cycle, so before we
+say "run this" we can ask SGLang itself. In a fresh subprocess of SGLang's Python we run exactly
+the steps launch_server takes before it touches a tokenizer, a port or a weight: load_plugins(),
+prepare_server_args(argv) (SGLang's parser: its prefix expansion and choices),
+server_args.resolve_once() (where speculative-decoding and config checks live) and
+server_args.check_server_args(). A subprocess, because resolution publishes process-wide state,
+and because the SGLang install may be a different environment from ours.
+
+Model paths that do not exist here are replaced by stand-in folders holding only a config.json:
+that is all parsing and resolution read, and it keeps the check offline and GPU-free.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from analyzer.command import Argument, parse_launch_command
+
+VERIFY_MARKER = "LOGANALYZE-VERIFY-OK"
+VERSION_MARKER = "LOGANALYZE-SGLANG-VERSION "
+IMPORT_FAILED_MARKER = "LOGANALYZE-SGLANG-IMPORT-FAILED "
+IMPORT_FAILED_EXIT = 3
+PYTHON_ENV = "LOGANALYZE_SGLANG_PYTHON"
+
+# What runs in SGLang's Python: launch_server's steps up to (not into) run_server's dispatch,
+# plus the check engine._launch_subprocesses runs next. An import failure is a broken install,
+# not a rejected command, so it gets its own marker and exit status.
+VERIFY_SNIPPET = f"""
+import sys
+try:
+    import sglang
+    from sglang.srt.plugins import load_plugins
+    from sglang.srt.server_args import prepare_server_args
+except Exception as exc:
+    lines = str(exc).strip().splitlines()
+    print({IMPORT_FAILED_MARKER!r} + type(exc).__name__ + (": " + lines[-1] if lines else ""))
+    sys.exit({IMPORT_FAILED_EXIT})
+print({VERSION_MARKER!r} + getattr(sglang, "__version__", "unknown"), flush=True)
+load_plugins()
+server_args = prepare_server_args(sys.argv[1:])
+server_args.resolve_once()
+server_args.check_server_args()
+print({VERIFY_MARKER!r})
+"""
+
+_LLAMA_COMMON: dict[str, object] = {
+    "bos_token_id": 1,
+    "eos_token_id": 2,
+    "head_dim": 64,
+    "hidden_act": "silu",
+    "hidden_size": 256,
+    "initializer_range": 0.02,
+    "intermediate_size": 688,
+    "max_position_embeddings": 4096,
+    "model_type": "llama",
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "rms_norm_eps": 1e-05,
+    "rope_scaling": None,
+    "rope_theta": 10000.0,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+    "transformers_version": "4.46.0",
+    "use_cache": True,
+    "vocab_size": 32000,
+}
+# Same shapes as fixtures/models/*/config.json: a 2-layer Llama target and one-layer drafts.
+TARGET_CONFIG: dict[str, object] = {
+    "architectures": ["LlamaForCausalLM"],
+    "attention_bias": False,
+    "attention_dropout": 0.0,
+    "mlp_bias": False,
+    "num_hidden_layers": 2,
+    "pretraining_tp": 1,
+    **_LLAMA_COMMON,
+}
+EAGLE3_DRAFT_CONFIG: dict[str, object] = {
+    "architectures": ["LlamaForCausalLMEagle3"],
+    "attention_bias": False,
+    "attention_dropout": 0.0,
+    "draft_vocab_size": 8000,
+    "num_hidden_layers": 1,
+    **_LLAMA_COMMON,
+}
+EAGLE_DRAFT_CONFIG: dict[str, object] = {
+    "architectures": ["LlamaForCausalLMEagle"],
+    "num_hidden_layers": 1,
+    **_LLAMA_COMMON,
+}
+
+_MODEL_FLAG = "--model-path"
+_DRAFT_FLAG = "--speculative-draft-model-path"
+_ALGORITHM_FLAG = "--speculative-algorithm"
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)\b")
+_ARGPARSE_ERROR = re.compile(r"^\S.*: error: ")
+
+
+@dataclass(frozen=True)
+class Verification:
+    """What SGLang said about a command: status, its version, and its own message."""
+
+    status: str  # "pass" | "fail" | "unavailable" | "timeout"
+    sglang_version: str | None
+    message: str
+    seconds: float
+
+
+def sglang_python() -> str | None:
+    """The Python to verify with: $LOGANALYZE_SGLANG_PYTHON, else ours if it has sglang."""
+    configured = os.environ.get(PYTHON_ENV)
+    if configured:
+        return configured
+    return sys.executable if importlib.util.find_spec("sglang") is not None else None
+
+
+def verify_command(
+    command_text: str, python: str | None = None, timeout: float = 120
+) -> Verification:
+    """Run the command's SGLang arguments through SGLang's parsing, resolution and checks."""
+    start = time.monotonic()
+    python = python or sglang_python()
+    if python is None:
+        return Verification(
+            "unavailable",
+            None,
+            f"sglang is not installed here (install loganalyze[sglang] or set {PYTHON_ENV}); "
+            "only the flag catalog check applies",
+            0.0,
+        )
+    with tempfile.TemporaryDirectory(prefix="loganalyze-verify-") as scratch:
+        try:
+            argv = sglang_argv(command_text, Path(scratch))
+        except ValueError as exc:
+            return Verification("fail", None, str(exc), time.monotonic() - start)
+        return _run(python, argv, timeout, start)
+
+
+def sglang_argv(command_text: str, scratch: Path) -> list[str]:
+    """SGLang's own arguments of the command, made checkable on this machine.
+
+    `--device cpu` is added when no device is given (resolution otherwise probes for a GPU);
+    model paths absent here become stand-in config-only folders under `scratch`.
+    """
+    parsed = parse_launch_command(command_text, _takes_value())
+    if parsed is None:
+        raise ValueError("no SGLang launch found in the command")
+    canonical = _canonical()
+    algorithm = (parsed.get(_ALGORITHM_FLAG) or "").upper()
+    argv: list[str] = list(parsed.positionals)
+    for argument in parsed.arguments:
+        long = canonical(argument.flag)
+        value = argument.value
+        if value is not None and long in (_MODEL_FLAG, _DRAFT_FLAG) and not Path(value).exists():
+            value = str(_stand_in(scratch, long, algorithm))
+        argv.extend(_words(argument, value))
+    if not any(canonical(a.flag) == "--device" for a in parsed.arguments):
+        argv.extend(["--device", "cpu"])
+    return argv
+
+
+def _words(argument: Argument, value: str | None) -> list[str]:
+    if value is None:
+        return [argument.flag]
+    return [f"{argument.flag}={value}"] if argument.joined else [argument.flag, value]
+
+
+def _stand_in(scratch: Path, flag: str, algorithm: str) -> Path:
+    """A folder with just a config.json shaped like the model the flag names."""
+    if flag == _MODEL_FLAG:
+        name, config = "target", TARGET_CONFIG
+    elif algorithm == "EAGLE3":
+        name, config = "eagle3-draft", EAGLE3_DRAFT_CONFIG
+    else:
+        name, config = "eagle-draft", EAGLE_DRAFT_CONFIG
+    folder = scratch / name
+    folder.mkdir(exist_ok=True)
+    (folder / "config.json").write_text(json.dumps(config, indent=2) + "\n", "utf-8")
+    return folder
+
+
+def _takes_value():
+    """The catalog's idea of which flags take a value, or None to let the lexer guess."""
+    from analyzer.catalog import CatalogError, load_catalog
+
+    try:
+        return load_catalog().takes_value
+    except CatalogError:
+        return None
+
+
+def _canonical():
+    """Typed flag -> its long name per the catalog (aliases and prefixes), else itself."""
+    from analyzer.catalog import CatalogError, load_catalog
+
+    try:
+        catalog = load_catalog()
+    except CatalogError:
+        return lambda flag: flag
+
+    def long(flag: str) -> str:
+        spec = catalog.spec(flag)
+        return spec.long if spec is not None else flag
+
+    return long
+
+
+def _run(python: str, argv: list[str], timeout: float, start: float) -> Verification:
+    """One subprocess of SGLang's Python; its process group is killed on timeout."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SGLANG_")}
+    env.update(PYTHONUNBUFFERED="1", HF_HUB_OFFLINE="1")
+    try:
+        proc = subprocess.Popen(
+            [python, "-c", VERIFY_SNIPPET, *argv],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        message = f"cannot run {python}: {exc.strerror or exc}; only the flag catalog check applies"
+        return Verification("unavailable", None, message, time.monotonic() - start)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        message = f"sglang did not finish validating within {timeout:g} s"
+        return Verification("timeout", None, message, time.monotonic() - start)
+    stdout = out.decode("utf-8", errors="replace")
+    stderr = err.decode("utf-8", errors="replace")
+    return _judge(proc.returncode, stdout, stderr, time.monotonic() - start)
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.communicate()
+
+
+def _judge(code: int, stdout: str, stderr: str, seconds: float) -> Verification:
+    """Pass, fail or unavailable from the exit status, the markers and SGLang's output."""
+    version = None
+    for line in stdout.splitlines():
+        if line.startswith(VERSION_MARKER):
+            version = line[len(VERSION_MARKER) :].strip()
+        elif line.startswith(IMPORT_FAILED_MARKER):
+            broken = line[len(IMPORT_FAILED_MARKER) :].strip()
+            message = f"sglang cannot be imported ({broken}); only the flag catalog check applies"
+            return Verification("unavailable", None, message, seconds)
+    if code == 0 and VERIFY_MARKER in stdout:
+        return Verification("pass", version, "", seconds)
+    if version is None:
+        last = _last_line(stderr) or f"exit status {code}"
+        message = f"sglang cannot be run ({last}); only the flag catalog check applies"
+        return Verification("unavailable", None, message, seconds)
+    return Verification("fail", version, sglang_message(stderr) or f"exit status {code}", seconds)
+
+
+def sglang_message(stderr: str) -> str:
+    """SGLang's own words: the argparse error line, else the last exception line."""
+    lines = [line.rstrip() for line in stderr.splitlines() if line.strip()]
+    for line in reversed(lines):
+        if _ARGPARSE_ERROR.match(line):
+            return line
+    for line in reversed(lines):
+        if _EXCEPTION_LINE.match(line):
+            return line
+    return lines[-1] if lines else ""
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+def describe(verification: Verification) -> str:
+    """The one line the CLI prints for a verification."""
+    if verification.status in ("pass", "fail"):
+        head = f"verified with sglang {verification.sglang_version}: {verification.status}"
+        return head if verification.status == "pass" else f"{head}: {verification.message}"
+    return f"not verified ({verification.status}): {verification.message}"
