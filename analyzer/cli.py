@@ -1,14 +1,17 @@
 """The `loganalyze` command line.
 
-`loganalyze FILE...` analyzes; `loganalyze rules`, `loganalyze catalog build`
-are subcommands. Exit codes: 0 no incident, 1 incident found, 2 bad usage or
-unreadable input, 3 an internal error (with --debug, its traceback).
+`loganalyze FILE...` analyzes (a first argument that is no subcommand means
+`analyze`); the other subcommands are in SUBCOMMANDS. Analysis exits 0 for no
+incident, 1 for an incident, 2 for bad usage or unreadable input, 3 for an internal
+error (with --debug, its traceback); `ci`, `run`, `verify` document their own codes.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
 from typing import Annotated
@@ -67,6 +70,26 @@ def fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
     return typer.Exit(code)
 
 
+DebugOption = Annotated[bool, typer.Option("--debug", help="Show tracebacks of internal errors.")]
+NoRedactOption = Annotated[bool, typer.Option("--no-redact", help="Keep secrets in the output.")]
+USER_ERRORS = (InputError, RuleError, CatalogError, OutputError)
+
+
+@contextmanager
+def one_line_errors(debug: bool, *extra: type[Exception]) -> Iterator[None]:
+    """Every command's promise: a one-line error, never a traceback (unless --debug)."""
+    try:
+        yield
+    except (*USER_ERRORS, *extra) as exc:
+        raise fail(str(exc)) from None
+    except typer.Exit:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the promise is: never a traceback
+        if debug:
+            raise
+        raise fail(f"internal error: {exc!r} (rerun with --debug)", EXIT_INTERNAL) from None
+
+
 @app.command()
 def analyze(
     paths: Annotated[
@@ -84,12 +107,8 @@ def analyze(
     ] = None,
     command_file: Annotated[Path | None, typer.Option("--command-file")] = None,
     sglang_version: Annotated[str | None, typer.Option("--sglang-version")] = None,
-    no_redact: Annotated[
-        bool, typer.Option("--no-redact", help="Keep secrets in the report.")
-    ] = False,
-    debug: Annotated[
-        bool, typer.Option("--debug", help="Show tracebacks of internal errors.")
-    ] = False,
+    no_redact: NoRedactOption = False,
+    debug: DebugOption = False,
     html: Annotated[Path | None, typer.Option("--html", help="Also write an HTML report.")] = None,
     markdown: Annotated[
         Path | None, typer.Option("--markdown", help="Also write a Markdown report.")
@@ -107,7 +126,7 @@ def analyze(
     from analyzer.pipeline import Options
     from analyzer.pipeline import analyze as run
 
-    try:
+    with one_line_errors(debug):
         launch = _command_text(command, command_file)
         options = Options(rules or [], launch, sglang_version, not no_redact)
         options.input_format = input_format.value
@@ -120,12 +139,6 @@ def analyze(
             write_reports(report, targets, paths, "info")
         if verify:
             _verify_corrections(report)
-    except (InputError, RuleError, CatalogError, OutputError) as exc:
-        raise fail(str(exc)) from None
-    except Exception as exc:  # noqa: BLE001 - the promise is: never a traceback
-        if debug:
-            raise
-        raise fail(f"internal error: {exc!r} (rerun with --debug)", EXIT_INTERNAL) from None
     raise typer.Exit(1 if report.incidents else 0)
 
 
@@ -231,29 +244,19 @@ def ci(
     ] = None,
     command_file: Annotated[Path | None, typer.Option("--command-file")] = None,
     sglang_version: Annotated[str | None, typer.Option("--sglang-version")] = None,
-    no_redact: Annotated[
-        bool, typer.Option("--no-redact", help="Keep secrets in the report.")
-    ] = False,
-    debug: Annotated[
-        bool, typer.Option("--debug", help="Show tracebacks of internal errors.")
-    ] = False,
+    no_redact: NoRedactOption = False,
+    debug: DebugOption = False,
 ) -> None:
     """CI post-mortem: write reports, the step summary and annotations; exit 1 on failure."""
     from analyzer.ci import CiRun, post_mortem
     from analyzer.pipeline import Options
     from analyzer.pipeline import analyze as run
 
-    try:
+    with one_line_errors(debug):
         launch = _command_text(command, command_file)
         report = run(paths, Options(rules or [], launch, sglang_version, not no_redact))
         reports = {"html": html, "markdown": markdown, "junit": junit, "json": json}
         code = post_mortem(report, CiRun(paths, reports, fail_on.value, summary))
-    except (InputError, RuleError, CatalogError, OutputError) as exc:
-        raise fail(str(exc)) from None
-    except Exception as exc:  # noqa: BLE001 - the promise is: never a traceback
-        if debug:
-            raise
-        raise fail(f"internal error: {exc!r} (rerun with --debug)", EXIT_INTERNAL) from None
     raise typer.Exit(code)
 
 
@@ -276,19 +279,15 @@ def metrics(
     workers: Annotated[
         int | None, typer.Option("--workers", help="Processes for big files (default: CPUs).")
     ] = None,
-    no_redact: Annotated[
-        bool, typer.Option("--no-redact", help="Keep secrets in the output.")
-    ] = False,
-    debug: Annotated[
-        bool, typer.Option("--debug", help="Show tracebacks of internal errors.")
-    ] = False,
+    no_redact: NoRedactOption = False,
+    debug: DebugOption = False,
 ) -> None:
     """Throughput, speculative acceptance and startup phases of each run."""
     from analyzer.compare import redact_incident, redact_run, spec_findings
     from analyzer.formats import metrics_table
     from analyzer.metrics import extract_paths, extract_with_series
 
-    try:
+    with one_line_errors(debug):
         if series is None:
             runs = extract_paths(paths, workers=workers)
         else:
@@ -302,12 +301,6 @@ def metrics(
         else:
             text = metrics_table.render_metrics_plain(runs, findings)
         sys.stdout.write(text)
-    except (InputError, OutputError) as exc:
-        raise fail(str(exc)) from None
-    except Exception as exc:  # noqa: BLE001 - the promise is: never a traceback
-        if debug:
-            raise
-        raise fail(f"internal error: {exc!r} (rerun with --debug)", EXIT_INTERNAL) from None
 
 
 @app.command("compare")
@@ -319,19 +312,15 @@ def compare_runs(
     workers: Annotated[
         int | None, typer.Option("--workers", help="Processes for big files (default: CPUs).")
     ] = None,
-    no_redact: Annotated[
-        bool, typer.Option("--no-redact", help="Keep secrets in the output.")
-    ] = False,
-    debug: Annotated[
-        bool, typer.Option("--debug", help="Show tracebacks of internal errors.")
-    ] = False,
+    no_redact: NoRedactOption = False,
+    debug: DebugOption = False,
 ) -> None:
     """Runs side by side: differing settings, metrics, the best run, speculation's speed-up."""
     from analyzer.compare import compare, redact_comparison
     from analyzer.formats import metrics_table
     from analyzer.metrics import extract_paths
 
-    try:
+    with one_line_errors(debug):
         comparison = compare(extract_paths(paths, workers=workers))
         if not no_redact:
             comparison = redact_comparison(comparison)
@@ -340,12 +329,6 @@ def compare_runs(
         else:
             text = metrics_table.render_compare_plain(comparison)
         sys.stdout.write(text)
-    except InputError as exc:
-        raise fail(str(exc)) from None
-    except Exception as exc:  # noqa: BLE001 - the promise is: never a traceback
-        if debug:
-            raise
-        raise fail(f"internal error: {exc!r} (rerun with --debug)", EXIT_INTERNAL) from None
 
 
 @app.command("rules")
@@ -424,9 +407,7 @@ def run_server(
         bool, typer.Option("--no-preflight", help="Launch without checking first.")
     ] = False,
     sglang_version: Annotated[str | None, typer.Option("--sglang-version")] = None,
-    debug: Annotated[
-        bool, typer.Option("--debug", help="Show tracebacks of internal errors.")
-    ] = False,
+    debug: DebugOption = False,
 ) -> None:
     """Launch SGLang under watch: loganalyze run [OPTIONS] -- COMMAND...
 
@@ -439,14 +420,8 @@ def run_server(
         list(ctx.args), log or default_log_path(), health_url, ready_timeout, stop_timeout,
         sglang_version, detach,
     )  # fmt: skip
-    try:
+    with one_line_errors(debug, RunError):
         code = launch(request, force, not no_preflight, _colour_wanted())
-    except (RunError, InputError, RuleError, CatalogError) as exc:
-        raise fail(str(exc)) from None
-    except Exception as exc:  # noqa: BLE001 - the promise is: never a traceback
-        if debug:
-            raise
-        raise fail(f"internal error: {exc!r} (rerun with --debug)", EXIT_INTERNAL) from None
     raise typer.Exit(code)
 
 
