@@ -65,6 +65,9 @@ class FlagCatalog:
 
     def __init__(self, data: dict[str, Any]) -> None:
         self.version: str = data.get("sglang_version", "unknown")
+        self.built: str | None = data.get("built")
+        # function name -> "first-last ..." line ranges per fingerprint file (catalog_build.py)
+        self.source_lines: dict[str, dict[str, str]] = data.get("source_lines", {})
         self.allow_abbrev: bool = bool(data.get("allow_abbrev", True))
         self.specs = tuple(_spec(o) for o in data["options"])
         self._by_option = {o: s for s in self.specs for o in s.option_strings}
@@ -97,6 +100,10 @@ class FlagCatalog:
     def by_dest(self, dest: str) -> FlagSpec | None:
         """The option for a ServerArgs field name such as `speculative_eagle_topk`."""
         return self._by_dest.get(dest)
+
+    def spellings(self, dest: str) -> list[str]:
+        """Every option string that sets `dest` (a rename often kept the old one a while)."""
+        return [o for s in self.specs if s.dest == dest for o in s.option_strings]
 
     def takes_value(self, typed: str) -> bool | None:
         spec = self.spec(typed)
@@ -160,11 +167,34 @@ def _spec(option: dict[str, Any]) -> FlagSpec:
     )
 
 
+def version_key(version: str) -> tuple[int, ...]:
+    """Sort key for SGLang versions: 0.5.6 < 0.5.6.post2 < 0.5.10."""
+    return tuple(int(n) for n in re.findall(r"\d+", version))
+
+
+@cache
 def shipped_versions() -> list[str]:
     """Versions of the catalogs shipped in the package, oldest first."""
     names = [p.name for p in resources.files(CATALOG_PACKAGE).iterdir()]
     versions = [n[len("sglang-") : -len(".json")] for n in names if n.startswith("sglang-")]
-    return sorted(versions, key=lambda v: tuple(int(p) if p.isdigit() else 0 for p in v.split(".")))
+    return sorted(versions, key=version_key)
+
+
+def nearest_shipped(version: str) -> str:
+    """The shipped catalog for `version`: its own, else the newest older one (flags are
+    added far more often than removed), else the oldest shipped."""
+    versions = shipped_versions()
+    if not versions:
+        raise CatalogError("no flag catalog is shipped in this package")
+    if version in versions:
+        return version
+    older = [v for v in versions if version_key(v) <= version_key(version)]
+    return older[-1] if older else versions[0]
+
+
+def all_catalogs() -> list[FlagCatalog]:
+    """Every shipped catalog, oldest first (flag history and version detection)."""
+    return [load_catalog(version) for version in shipped_versions()]
 
 
 @cache

@@ -17,6 +17,7 @@ Run it with the Python of an environment that has SGLang, e.g.
 from __future__ import annotations
 
 import argparse
+import ast
 import datetime
 import enum
 import functools
@@ -25,6 +26,7 @@ import math
 import re
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 HOW = (
@@ -36,6 +38,26 @@ HOW = (
 # `prepare_server_args` in 0.5.23: `argparse.ArgumentParser(prog="sglang serve")`,
 # so allow_abbrev keeps argparse's default (True) and prefixes get expanded.
 PROG = "sglang serve"
+
+# The files whose frames show up in startup tracebacks. Their function line ranges are
+# each release's fingerprint: a frame `server_args.py, line 3021, in __post_init__`
+# names the releases where __post_init__ spans line 3021 (analyzer/sglang_version.py).
+FINGERPRINT_FILES = (
+    "launch_server.py",
+    "srt/server_args.py",
+    "srt/entrypoints/engine.py",
+    "srt/entrypoints/http_server.py",
+    "srt/managers/scheduler.py",
+    "srt/managers/tp_worker.py",
+    "srt/model_executor/model_runner.py",
+    "srt/model_loader/loader.py",
+    "srt/speculative/eagle_worker.py",
+    "srt/managers/tokenizer_manager.py",
+    "srt/speculative/spec_info.py",
+    "srt/configs/model_config.py",
+    "srt/utils/common.py",
+    "srt/arg_groups/*.py",
+)
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 # A sentence ends at `.`/`!`/`?` before whitespace and a non-lowercase character.
@@ -73,7 +95,27 @@ def build_catalog() -> dict[str, Any]:
         "prog": parser.prog,
         "allow_abbrev": parser.allow_abbrev,
         "options": options,
+        "source_lines": source_lines(Path(sglang.__file__).parent),
     }
+
+
+def source_lines(package: Path) -> dict[str, dict[str, str]]:
+    """For each fingerprint file present: function name -> its line ranges, "10-52 90-97"
+    (one string, so the indented catalog keeps one line per function)."""
+    lines: dict[str, dict[str, str]] = {}
+    paths = sorted({path for pattern in FINGERPRINT_FILES for path in package.glob(pattern)})
+    for path in paths:
+        name = path.relative_to(package).as_posix()
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        functions: dict[str, list[tuple[int, int]]] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                span = (node.lineno, node.end_lineno or node.lineno)
+                functions.setdefault(node.name, []).append(span)
+        lines[name] = {
+            key: " ".join(f"{a}-{b}" for a, b in sorted(functions[key])) for key in sorted(functions)
+        }
+    return lines
 
 
 def write_catalog(path: str) -> None:

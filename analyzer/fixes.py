@@ -20,6 +20,7 @@ import regex
 
 from analyzer.catalog import FlagCatalog
 from analyzer.command import LaunchCommand
+from analyzer.flag_history import shipped_history
 from analyzer.model import Edit, Finding
 
 if sys.version_info >= (3, 11):
@@ -77,6 +78,9 @@ def replacement_for(typed: str, catalog: FlagCatalog) -> tuple[str | None, str]:
         return known["to"], note + (f". {known['note']}" if known.get("note") else "")
     if known and not known["to"]:
         return None, known.get("note", f"SGLang has no equivalent of {flag}")
+    change = shipped_history().change(flag, catalog)
+    if change is not None:
+        return change.replacement, change.explain(catalog.version)
     dashed = flag.replace("_", "-")
     if dashed != flag and catalog.canonical(dashed):
         return catalog.canonical(dashed), f"{flag} uses underscores; SGLang's flags use dashes"
@@ -249,12 +253,12 @@ def _fix_ambiguous(message: str, ctx: FixContext) -> FixPlan | None:
     if not found:
         return None
     options = [o.strip() for o in found["options"].split(",")]
-    decode = [o for o in options if o.endswith("-decode")]
     note = f"{found['flag']} is a prefix of {', '.join(options)}; argparse cannot choose"
-    if len(decode) == 1:
-        note += f" (older releases' {found['flag']} meant the decode batch size: {decode[0]})"
-        return FixPlan([Edit("rename", found["flag"], to=decode[0])], [note])
-    return FixPlan([], [note])
+    change = shipped_history().change(found["flag"], ctx.catalog)
+    if change is None or change.replacement is None:
+        return FixPlan([], [note])
+    notes = [note, change.explain(ctx.catalog.version)]
+    return FixPlan([Edit("rename", found["flag"], to=change.replacement)], notes)
 
 
 REQUIRED = regex.compile(r"the following arguments are required: (?P<flags>.+)$")

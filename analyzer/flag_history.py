@@ -1,0 +1,121 @@
+"""Flag history across the shipped catalogs: when a flag left SGLang, when one arrived.
+
+A flag that argparse rejects is often not a typo but a version mismatch: the user
+learned `--cuda-graph-max-bs` on 0.5.19 and runs 0.5.23, or copied a 0.5.23 command
+onto an older install. Comparing the shipped catalogs (each built from that
+release's own parser) tells which, and a setting that kept its ServerArgs field
+(`dest`) under a new name is a rename we can apply. Shipped catalogs are sparse, so
+a change is dated as "between the last release that had it and the first that did
+not", never to a release we have not seen.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+from analyzer.catalog import FlagCatalog, FlagSpec, all_catalogs, version_key
+
+KNOWN = ("exact", "alias")
+
+
+@dataclass(frozen=True)
+class FlagChange:
+    """How a flag unknown to the catalog in use relates to the other shipped releases.
+
+    `kind` "removed": `last_seen` still had it, `gone_in` (the next shipped) did not.
+    `kind` "added": `first_seen` is the oldest shipped release that has it, `gone_in`
+    the newest shipped one before it that does not.
+    `replacement` is the option of the catalog in use that sets the same field.
+    """
+
+    flag: str
+    kind: str
+    replacement: str | None
+    last_seen: str | None = None
+    gone_in: str | None = None
+    first_seen: str | None = None
+
+    def explain(self, current: str) -> str:
+        """One sentence for the advice, naming only flags of the catalog in use."""
+        same = f"; use {self.replacement} (the same setting)" if self.replacement else ""
+        if self.kind == "removed":
+            return (
+                f"{self.flag} was removed between sglang {self.last_seen} and {self.gone_in}"
+                + (same or f": sglang {current} has no option for that setting")
+            )
+        there = (
+            f"; in sglang {current} the same setting is {self.replacement}"
+            if self.replacement
+            else ""
+        )
+        return (
+            f"{self.flag} is new in sglang {self.first_seen} (absent from {self.gone_in}): "
+            f"sglang {current} does not have it{there}"
+        )
+
+
+class FlagHistory:
+    """Lookups over every shipped catalog, oldest first."""
+
+    def __init__(self, catalogs: list[FlagCatalog]) -> None:
+        self.catalogs = sorted(catalogs, key=lambda c: version_key(c.version))
+
+    def change(self, typed: str, current: FlagCatalog) -> FlagChange | None:
+        """Why `typed` is not an option of `current`, if another shipped release knows it."""
+        flag = typed.split("=", 1)[0]
+        if current.resolve(flag).kind in KNOWN:
+            return None
+        here = version_key(current.version)
+        older = [c for c in self.catalogs if version_key(c.version) < here]
+        newer = [c for c in self.catalogs if version_key(c.version) > here]
+        last = next((c for c in reversed(older) if _knows(c, flag)), None)
+        if last is not None:
+            gone = next((c for c in self.catalogs if _after(c, last)), current)
+            spec = last.resolve(flag).spec
+            return FlagChange(
+                flag, "removed", _same_setting(spec, last, current), last.version, gone.version
+            )
+        first = next((c for c in newer if _knows(c, flag)), None)
+        if first is not None:
+            before = [c for c in self.catalogs if version_key(c.version) < version_key(first.version)]
+            spec = first.resolve(flag).spec
+            return FlagChange(
+                flag,
+                "added",
+                _same_setting(spec, first, current),
+                first_seen=first.version,
+                gone_in=before[-1].version if before else current.version,
+            )
+        return None
+
+
+def _knows(catalog: FlagCatalog, flag: str) -> bool:
+    return catalog.resolve(flag).kind in KNOWN
+
+
+def _after(catalog: FlagCatalog, last: FlagCatalog) -> bool:
+    return version_key(catalog.version) > version_key(last.version)
+
+
+def _same_setting(spec: FlagSpec | None, source: FlagCatalog, current: FlagCatalog) -> str | None:
+    """The option of `current` for the same ServerArgs field, used the same way.
+
+    The same field (`dest`) first, else an alias both releases share (a rename that kept
+    the old spelling for a while). A switch that became a valued option (or back) is not
+    a rename we can apply blindly.
+    """
+    if spec is None:
+        return None
+    targets = [current.by_dest(spec.dest)]
+    targets += [current.resolve(option).spec for option in source.spellings(spec.dest)]
+    for target in targets:
+        if target is not None and target.takes_value == spec.takes_value:
+            return target.long
+    return None
+
+
+@cache
+def shipped_history() -> FlagHistory:
+    """The history over the catalogs shipped in this package."""
+    return FlagHistory(all_catalogs())
