@@ -130,6 +130,7 @@ def analyze(
         launch = _command_text(command, command_file)
         options = Options(rules or [], launch, sglang_version, not no_redact)
         options.input_format = input_format.value
+        options.verify = verify
         report = run(paths, options)
         _emit(report, format, output, paths)
         if html or markdown or junit:
@@ -143,21 +144,11 @@ def analyze(
 
 
 def _verify_corrections(report) -> None:
-    """One stderr line per corrected command: SGLang's verdict (stdout stays the report)."""
-    from analyzer.verify import verify_command
-
+    """One stderr line per corrected command: SGLang's verdict, also in the report itself."""
     for incident in report.incidents:
-        if incident.corrected_command is None:
-            continue
-        result = verify_command(incident.corrected_command)
-        if result.status == "pass":
-            line = f"corrected command verified with sglang {result.sglang_version}"
-        elif result.status == "fail":
-            version, message = result.sglang_version, result.message
-            line = f"corrected command rejected by sglang {version}: {message}"
-        else:
-            line = f"corrected command not verified ({result.status}): {result.message}"
-        typer.echo(f"{incident.source}:{incident.line}: {line}", err=True)
+        if incident.verification is not None:
+            line = f"corrected command {incident.verification.describe()}"
+            typer.echo(f"{incident.source}:{incident.line}: {line}", err=True)
 
 
 @app.command("verify")
@@ -168,16 +159,21 @@ def verify_launch(
         typer.Option("--python", help="SGLang's Python (default: $LOGANALYZE_SGLANG_PYTHON)."),
     ] = None,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds to wait.")] = 120.0,
+    sglang_version: Annotated[
+        str | None, typer.Option("--sglang-version", help="Catalog for the fallback check.")
+    ] = None,
 ) -> None:
     """Run a launch command through the installed SGLang's parser and checks (no GPU, no model).
 
-    Exits 0 when SGLang accepts it, 1 when it rejects it, 2 when SGLang is missing or too slow.
+    Exits 0 when SGLang accepts it, 1 when it (or, without SGLang, the flag catalog) rejects
+    it, 2 when SGLang is missing or too slow and the catalog finds nothing wrong.
     """
-    from analyzer.verify import describe, verify_command
+    from analyzer.verify import verify_command
 
-    result = verify_command(command, python, timeout)
-    typer.echo(describe(result))
-    raise typer.Exit({"pass": 0, "fail": 1}.get(result.status, 2))
+    result = verify_command(command, python, timeout, catalog_version=sglang_version)
+    typer.echo(result.describe())
+    caught = result.catalog_check is not None and not result.catalog_check.startswith("passes")
+    raise typer.Exit({"pass": 0, "fail": 1}.get(result.status, 1 if caught else 2))
 
 
 def _command_text(command: str | None, command_file: Path | None) -> str | None:

@@ -20,7 +20,7 @@ KNOWN = ("exact", "alias")
 
 
 @dataclass(frozen=True)
-class FlagChange:
+class FlagVersionChange:
     """How a flag unknown to the catalog in use relates to the other shipped releases.
 
     `kind` "removed": `last_seen` still had it, `gone_in` (the next shipped) did not.
@@ -40,9 +40,8 @@ class FlagChange:
         """One sentence for the advice, naming only flags of the catalog in use."""
         same = f"; use {self.replacement} (the same setting)" if self.replacement else ""
         if self.kind == "removed":
-            return (
-                f"{self.flag} was removed between sglang {self.last_seen} and {self.gone_in}"
-                + (same or f": sglang {current} has no option for that setting")
+            return f"{self.flag} was removed between sglang {self.last_seen} and {self.gone_in}" + (
+                same or f": sglang {current} has no option for that setting"
             )
         there = (
             f"; in sglang {current} the same setting is {self.replacement}"
@@ -61,7 +60,7 @@ class FlagHistory:
     def __init__(self, catalogs: list[FlagCatalog]) -> None:
         self.catalogs = sorted(catalogs, key=lambda c: version_key(c.version))
 
-    def change(self, typed: str, current: FlagCatalog) -> FlagChange | None:
+    def change(self, typed: str, current: FlagCatalog) -> FlagVersionChange | None:
         """Why `typed` is not an option of `current`, if another shipped release knows it."""
         flag = typed.split("=", 1)[0]
         if current.resolve(flag).kind in KNOWN:
@@ -73,14 +72,16 @@ class FlagHistory:
         if last is not None:
             gone = next((c for c in self.catalogs if _after(c, last)), current)
             spec = last.resolve(flag).spec
-            return FlagChange(
+            return FlagVersionChange(
                 flag, "removed", _same_setting(spec, last, current), last.version, gone.version
             )
         first = next((c for c in newer if _knows(c, flag)), None)
         if first is not None:
-            before = [c for c in self.catalogs if version_key(c.version) < version_key(first.version)]
+            before = [
+                c for c in self.catalogs if version_key(c.version) < version_key(first.version)
+            ]
             spec = first.resolve(flag).spec
-            return FlagChange(
+            return FlagVersionChange(
                 flag,
                 "added",
                 _same_setting(spec, first, current),

@@ -90,6 +90,8 @@ class UsageDump:
     first: Line
     error: Line | None
     length: int
+    # the long options the usage text lists: the parser's own inventory, a version's fingerprint
+    options: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -100,6 +102,9 @@ class InputSummary:
     kind: str = "sglang_log"
     lines: int = 0
     notes: list[str] = field(default_factory=list)
+    # the flag catalog the input was analyzed with, and why that one (analyzer/sglang_version.py)
+    catalog_version: str | None = None
+    catalog_reason: str | None = None
 
 
 @dataclass
@@ -121,6 +126,8 @@ class ScannedLog:
     exit_status: str | None = None
     # `Load weight end. ... type=Arch` lines: which classes were loaded (a draft's among them)
     weight_loads: list[Line] = field(default_factory=list)
+    # versions the input names (`sglang==0.5.13`, pip show), in order
+    stated_versions: list[tuple[str, Line]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -185,6 +192,41 @@ class Incident:
     corrected_command: str | None = None
     edits: list[Edit] = field(default_factory=list)
     attempt: int | None = None
+    # set when asked (--verify): what the installed SGLang said about corrected_command
+    verification: Verification | None = None
+
+
+@dataclass(frozen=True)
+class Verification:
+    """What SGLang said about a command: status, its version, and its own message.
+
+    `status`: "pass" | "fail" (SGLang ran and judged), "unavailable" | "timeout" (it could
+    not); then `catalog_check` says what the flag catalog check found instead.
+    """
+
+    status: str
+    sglang_version: str | None
+    message: str
+    seconds: float = 0.0
+    catalog_check: str | None = None
+
+    def describe(self) -> str:
+        """The one line the CLI and the reports print for a verification."""
+        if self.status == "pass":
+            return f"verified with sglang {self.sglang_version}"
+        if self.status == "fail":
+            return f"rejected by sglang {self.sglang_version}: {self.message}"
+        text = f"not verified ({self.status}): {self.message}"
+        return f"{text}; {self.catalog_check}" if self.catalog_check else text
+
+    def as_json(self) -> dict[str, str | None]:
+        """Without the duration: the same verdict gives the same bytes."""
+        return {
+            "status": self.status,
+            "sglang_version": self.sglang_version,
+            "message": self.message,
+            "catalog_check": self.catalog_check,
+        }
 
 
 @dataclass(frozen=True)

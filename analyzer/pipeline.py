@@ -6,10 +6,10 @@ knows only its own input and output types.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from analyzer import incident as incidents_stage
-from analyzer.catalog import FlagCatalog, load_catalog
+from analyzer.catalog import FlagCatalog, all_catalogs, load_catalog
 from analyzer.command_checks import CHECK_RULES, check_command
 from analyzer.fix import choose_command, propose
 from analyzer.link import link
@@ -29,6 +29,7 @@ from analyzer.read import TextInput, open_inputs
 from analyzer.redact import redact_report
 from analyzer.rulebook import Rule, all_triggers, load_rules
 from analyzer.scan import scan_lines
+from analyzer.sglang_version import choose_for_text, choose_version
 from analyzer.transcripts.attempts import build_session
 from analyzer.transcripts.detect import FORMAT_NAMES, detect_kind
 from analyzer.transcripts.diagnose import PRIORITIES as SESSION_PRIORITIES
@@ -47,6 +48,7 @@ class Options:
     redact: bool = True
     simple_scan: bool = False
     input_format: str | None = None  # auto | log | opencode | claude | codex | text
+    verify: bool = False  # ask the installed SGLang about every corrected command
 
 
 @dataclass
@@ -89,17 +91,50 @@ def analyze(
         log = _scan(text_input, summary, triggers, finder)
         if log is None:
             continue
-        incidents = analyze_log(log, context)
-        incidents.extend(_command_incidents(log, context))
+        here = _for_input(context, summary, log)
+        incidents = analyze_log(log, here)
+        incidents.extend(_command_incidents(log, here))
         found.extend(incidents)
         if incidents or not last_lines:
             last_lines = log.tail
     report = _finish(found, summaries, last_lines, context)
     report.attempts = _classified(timeline, report.incidents)
+    if options.verify:
+        _verify(report.incidents, {s.path: s.catalog_version for s in summaries})
     if not options.redact:
         return report
     report = redact_report(report)
     return report
+
+
+def _for_input(context: _Context, summary: InputSummary, log: ScannedLog) -> _Context:
+    """The context with the catalog of the SGLang that wrote this input."""
+    options = context.options
+    choice = choose_version(log, all_catalogs(), options.sglang_version, options.command)
+    return _with_catalog(context, summary, choice.version, choice.reason)
+
+
+def _with_catalog(context: _Context, summary: InputSummary, version: str, reason: str) -> _Context:
+    summary.catalog_version, summary.catalog_reason = version, reason
+    if version == context.catalog.version:
+        return context
+    return replace(context, catalog=load_catalog(version))
+
+
+def _verify(incidents: list[Incident], catalogs: dict[str, str | None]) -> None:
+    """SGLang's own verdict on each corrected command (one run per distinct command)."""
+    from analyzer.verify import verify_command
+
+    verdicts = {}
+    for incident in incidents:
+        command = incident.corrected_command
+        if command is None:
+            continue
+        if command not in verdicts:
+            verdicts[command] = verify_command(
+                command, catalog_version=catalogs.get(incident.source)
+            )
+        incident.verification = verdicts[command]
 
 
 def _scan(
@@ -212,8 +247,19 @@ def _finish(
     ordered = _per_attempt(ordered, lambda group: _drop_redundant(group, alone), by_ref=True)
     warnings = [f"{s.path}: {note}" for s in summaries for note in s.notes]
     return incidents_stage.build_report(
-        summaries, ordered, last_lines, warnings, context.catalog.version
+        summaries, ordered, last_lines, warnings, _report_catalog(ordered, summaries, context)
     )
+
+
+def _report_catalog(
+    incidents: list[Incident], summaries: list[InputSummary], context: _Context
+) -> str:
+    """The catalog of the input holding the root cause (else of the first input read)."""
+    by_path = {s.path: s.catalog_version for s in summaries if s.catalog_version}
+    for incident in incidents:
+        if incident.source in by_path:
+            return by_path[incident.source]
+    return next(iter(by_path.values()), context.catalog.version)
 
 
 def _drop_redundant(group: list[Incident], alone: set[str]) -> list[Incident]:
@@ -252,6 +298,11 @@ def _analyze_transcript(
     summary.notes.extend([*transcript.notes, *session.notes])
     if not session.attempts:
         summary.notes.append("no SGLang launch found in this transcript")
+    launches = [a.launch.text for a in session.attempts]
+    choice = choose_for_text(
+        session.stated_versions, launches, all_catalogs(), context.options.sglang_version
+    )
+    context = _with_catalog(context, summary, choice.version, choice.reason)
     triggers = all_triggers(context.rules)
     view_only = {r.id for r in context.rules if r.scope == "log" and r.alone}
     found: dict[int, list[Incident]] = {}

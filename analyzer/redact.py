@@ -11,7 +11,16 @@ from typing import Any
 
 import regex
 
-from analyzer.model import Attempt, Edit, FlagChange, Incident, InputSummary, Line, Report
+from analyzer.model import (
+    Attempt,
+    Edit,
+    FlagChange,
+    Incident,
+    InputSummary,
+    Line,
+    Report,
+    Verification,
+)
 
 MASK = "***"
 # Each pattern keeps group `keep` and masks group `secret`; no look-behinds, so a
@@ -83,6 +92,17 @@ def _incident(incident: Incident) -> Incident:
         corrected_command=_maybe(incident.corrected_command),
         edits=[Edit(e.op, e.flag, _maybe(e.to), _maybe(e.value)) for e in incident.edits],
         span=_span_after(incident),
+        verification=_verification(incident.verification),
+    )
+
+
+def _verification(verification: Verification | None) -> Verification | None:
+    if verification is None:
+        return None
+    return dataclasses.replace(
+        verification,
+        message=redact_text(verification.message),
+        catalog_check=_maybe(verification.catalog_check),
     )
 
 

@@ -57,7 +57,16 @@ PHASE_MARKERS = (
 EXIT_STATUS = regex.compile(r"\b[Ee]xit(?:ed with)? code:? ?(?P<code>-?\d+)")
 TRACEBACK_START = "Traceback (most recent call last):"
 USAGE_START = "usage: "
+USAGE_OPTION = regex.compile(r"(?<![\w-])--[A-Za-z][\w-]*")
 LAUNCH_HINTS = ("sglang", "launch_server")
+# `sglang==0.5.13`, `sglang-0.5.13` (pip install), `sglang   0.5.13` (pip list),
+# `sglang version 0.5.13`; every one holds "sglang", a launch hint, so it is fed already.
+STATED_VERSION = regex.compile(
+    r"\bsglang(?:==|-|\s+(?:version:?\s*)?v?)(?P<version>\d+\.\d+\.\d+(?:\.post\d+)?)\b"
+)
+PIP_SHOW_NAME = "Name: sglang"
+PIP_SHOW_VERSION = regex.compile(r"^Version: (?P<version>\d+\.\d+\.\d+(?:\.post\d+)?)\s*$")
+MAX_STATED_VERSIONS = 20
 
 # Every literal whose presence makes the Scanner do anything with a line beyond keeping
 # it as context. The fast path (analyzer/literal_scan.py) feeds the Scanner only lines
@@ -72,6 +81,7 @@ SCANNER_LITERALS = (
     "xit code",
     "xited with code",
     *LAUNCH_HINTS,
+    "Version: ",
 )
 
 TAIL_LINES = 40
@@ -154,6 +164,14 @@ def _parse_server_args_dict(text: str) -> dict[str, Any] | None:
     return settings
 
 
+def stated_version(body: str, previous: str | None = None) -> str | None:
+    """The SGLang version a line states; `previous` is the line before (pip show)."""
+    stated = STATED_VERSION.search(body)
+    if stated is None and previous is not None and previous.strip() == PIP_SHOW_NAME:
+        stated = PIP_SHOW_VERSION.match(body.strip())
+    return stated["version"] if stated else None
+
+
 class _TracebackBuilder:
     """Collects one traceback's lines; `feed` returns False when the line ends it."""
 
@@ -232,6 +250,7 @@ class Scanner:
         self.chain_next: tuple[Traceback, ...] | None = None
         self.last_traceback: Traceback | None = None
         self.usage: tuple[Line, int] | None = None
+        self.usage_options: set[str] = set()
 
     @property
     def wants_more(self) -> bool:
@@ -251,6 +270,7 @@ class Scanner:
             self._feed_usage(line)
         elif line.text.startswith(USAGE_START):
             self.usage = (line, 1)
+            self.usage_options = set(USAGE_OPTION.findall(line.body))
         if TRACEBACK_START in body:
             chain = self.chain_next or ()
             self.traceback = _TracebackBuilder(line, chain)
@@ -264,14 +284,16 @@ class Scanner:
     def _feed_usage(self, line: Line) -> None:
         first, length = self.usage  # type: ignore[misc]
         error = ARGPARSE_ERROR.match(line.body)
+        options = frozenset(self.usage_options)
         if error:
-            self.log.usage_dumps.append(UsageDump(first, line, length + 1))
+            self.log.usage_dumps.append(UsageDump(first, line, length + 1, options))
             self.usage = None
         elif line.ranks or line.timestamp or length > 2000:
-            self.log.usage_dumps.append(UsageDump(first, None, length))
+            self.log.usage_dumps.append(UsageDump(first, None, length, options))
             self.usage = None
         else:
             self.usage = (first, length + 1)
+            self.usage_options.update(USAGE_OPTION.findall(line.body))
 
     def _finish_traceback(self) -> None:
         if self.traceback is None:
@@ -305,6 +327,16 @@ class Scanner:
                 self.log.exit_status = exit_status["code"]
         if any(hint in body for hint in LAUNCH_HINTS) and find_launch_command(body):
             self.log.commands.append(line)
+        if "sglang" in body or "Version: " in body:
+            self._note_version(line)
+
+    def _note_version(self, line: Line) -> None:
+        """A version the input states (pip output, a version print): the best evidence of
+        which SGLang wrote it."""
+        adjacent = self.recent and self.recent[-1].number == line.number - 1
+        version = stated_version(line.body, self.recent[-1].body if adjacent else None)
+        if version and len(self.log.stated_versions) < MAX_STATED_VERSIONS:
+            self.log.stated_versions.append((version, line))
 
     def _add_candidate(self, line: Line) -> None:
         if len(self.log.candidates) >= MAX_CANDIDATES:
@@ -337,7 +369,7 @@ class Scanner:
         self._finish_traceback()
         if self.usage is not None:
             first, length = self.usage
-            self.log.usage_dumps.append(UsageDump(first, None, length))
+            self.log.usage_dumps.append(UsageDump(first, None, length, frozenset(self.usage_options)))
         self.log.tail = list(self.tail)
         return self.log
 

@@ -14,6 +14,7 @@ that is all parsing and resolution read, and it keeps the check offline and GPU-
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import os
@@ -23,10 +24,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from analyzer.command import Argument, parse_launch_command
+from analyzer.model import Verification
 
 VERIFY_MARKER = "LOGANALYZE-VERIFY-OK"
 VERSION_MARKER = "LOGANALYZE-SGLANG-VERSION "
@@ -107,16 +108,6 @@ _EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt
 _ARGPARSE_ERROR = re.compile(r"^\S.*: error: ")
 
 
-@dataclass(frozen=True)
-class Verification:
-    """What SGLang said about a command: status, its version, and its own message."""
-
-    status: str  # "pass" | "fail" | "unavailable" | "timeout"
-    sglang_version: str | None
-    message: str
-    seconds: float
-
-
 def sglang_python() -> str | None:
     """The Python to verify with: $LOGANALYZE_SGLANG_PYTHON, else ours if it has sglang."""
     configured = os.environ.get(PYTHON_ENV)
@@ -126,9 +117,27 @@ def sglang_python() -> str | None:
 
 
 def verify_command(
-    command_text: str, python: str | None = None, timeout: float = 120
+    command_text: str,
+    python: str | None = None,
+    timeout: float = 120,
+    pythonpath: str | None = None,
+    catalog_version: str | None = None,
 ) -> Verification:
-    """Run the command's SGLang arguments through SGLang's parsing, resolution and checks."""
+    """Run the command's SGLang arguments through SGLang's parsing, resolution and checks.
+
+    When SGLang cannot answer (not installed, broken, too slow) the verdict carries the
+    flag catalog check of `catalog_version` (default: the newest) instead. `pythonpath`
+    puts another SGLang release first on SGLang's path (a `pip install --target` folder).
+    """
+    result = _ask_sglang(command_text, python, timeout, pythonpath)
+    if result.status in ("pass", "fail"):
+        return result
+    return dataclasses.replace(result, catalog_check=catalog_check(command_text, catalog_version))
+
+
+def _ask_sglang(
+    command_text: str, python: str | None, timeout: float, pythonpath: str | None
+) -> Verification:
     start = time.monotonic()
     python = python or sglang_python()
     if python is None:
@@ -144,7 +153,25 @@ def verify_command(
             argv = sglang_argv(command_text, Path(scratch))
         except ValueError as exc:
             return Verification("fail", None, str(exc), time.monotonic() - start)
-        return _run(python, argv, timeout, start)
+        return _run(python, argv, timeout, start, pythonpath)
+
+
+def catalog_check(command_text: str, version: str | None = None) -> str:
+    """The fallback verdict: what the shipped flag catalog finds wrong, in one line."""
+    from analyzer.catalog import CatalogError, load_catalog
+    from analyzer.fix import validate
+
+    try:
+        catalog = load_catalog(version)
+    except CatalogError as exc:
+        return f"no catalog check: {exc}"
+    command = parse_launch_command(command_text, catalog.takes_value)
+    if command is None:
+        return "no catalog check: no SGLang launch in the command"
+    problems = validate(command, catalog)
+    if not problems:
+        return f"passes the sglang {catalog.version} flag catalog"
+    return f"sglang {catalog.version} flag catalog: " + "; ".join(problems)
 
 
 def sglang_argv(command_text: str, scratch: Path) -> list[str]:
@@ -216,10 +243,14 @@ def _canonical():
     return long
 
 
-def _run(python: str, argv: list[str], timeout: float, start: float) -> Verification:
+def _run(
+    python: str, argv: list[str], timeout: float, start: float, pythonpath: str | None = None
+) -> Verification:
     """One subprocess of SGLang's Python; its process group is killed on timeout."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SGLANG_")}
     env.update(PYTHONUNBUFFERED="1", HF_HUB_OFFLINE="1")
+    if pythonpath:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (pythonpath, env.get("PYTHONPATH")) if p)
     try:
         proc = subprocess.Popen(
             [python, "-c", VERIFY_SNIPPET, *argv],
@@ -285,11 +316,3 @@ def sglang_message(stderr: str) -> str:
 def _last_line(text: str) -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return lines[-1] if lines else ""
-
-
-def describe(verification: Verification) -> str:
-    """The one line the CLI prints for a verification."""
-    if verification.status in ("pass", "fail"):
-        head = f"verified with sglang {verification.sglang_version}: {verification.status}"
-        return head if verification.status == "pass" else f"{head}: {verification.message}"
-    return f"not verified ({verification.status}): {verification.message}"

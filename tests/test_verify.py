@@ -146,18 +146,38 @@ def test_message_is_the_last_exception_line_of_a_real_traceback() -> None:
     assert sglang_message(log) == "AssertionError"
 
 
-def test_cli_verify_without_sglang_exits_2() -> None:
+def test_cli_verify_without_sglang_falls_back_to_the_catalog_and_exits_2() -> None:
     proc = _cli("verify", WRONG, "--python", sys.executable)
     assert proc.returncode == 2, proc.stderr
     assert proc.stdout.startswith("not verified (unavailable): sglang cannot be imported")
+    assert proc.stdout.rstrip().endswith("; passes the sglang 0.5.23 flag catalog")
 
 
-def test_analyze_verify_reports_on_stderr_and_keeps_json_stdout() -> None:
+def test_cli_verify_without_sglang_exits_1_when_the_catalog_rejects_the_command() -> None:
+    proc = _cli("verify", f"{LAUNCH} {TARGET} --num-speculative-tokens 4", "--python", "/nonexistent")
+    assert proc.returncode == 1, proc.stderr
+    assert "sglang 0.5.23 flag catalog: --num-speculative-tokens is unknown" in proc.stdout
+
+
+def test_cli_verify_fallback_uses_the_catalog_asked_for() -> None:
+    command = f"{LAUNCH} {TARGET} --cuda-graph-max-bs 8"
+    old = _cli("verify", command, "--python", "/nonexistent", "--sglang-version", "0.5.19")
+    new = _cli("verify", command, "--python", "/nonexistent")
+    assert (old.returncode, new.returncode) == (2, 1), (old.stdout, new.stdout)
+    assert "--cuda-graph-max-bs is ambiguous in sglang 0.5.23" in new.stdout
+
+
+def test_analyze_verify_puts_the_verdict_in_the_report_and_on_stderr() -> None:
     plain = _cli(*MAX_MODEL_LEN, env=_env(None))
     checked = _cli(*MAX_MODEL_LEN, "--verify", env=_env(str(ROOT / "no-such-python")))
-    assert '"corrected_command": "python -m sglang.launch_server' in plain.stdout
     assert checked.returncode == plain.returncode == 1
-    assert checked.stdout == plain.stdout
+    before, after = json.loads(plain.stdout), json.loads(checked.stdout)
+    assert before["incidents"][0]["verification"] is None
+    verdict = after["incidents"][0]["verification"]
+    assert verdict["status"] == "unavailable" and verdict["sglang_version"] is None
+    assert verdict["catalog_check"] == "passes the sglang 0.5.23 flag catalog"
+    after["incidents"][0]["verification"] = None
+    assert after == before
     assert "corrected command not verified (unavailable)" in checked.stderr
 
 
@@ -199,7 +219,7 @@ def test_cli_verify_prints_sglangs_argparse_error_and_exits_1() -> None:
     proc = _cli("verify", f"{LAUNCH} {TARGET} --tp-size two", env=_env(SGLANG_PYTHON))
     assert proc.returncode == 1, proc.stderr
     assert proc.stdout == (
-        "verified with sglang 0.5.23: fail: sglang serve: error: argument "
+        "rejected by sglang 0.5.23: sglang serve: error: argument "
         "--tp-size/--tensor-parallel-size: invalid int value: 'two'\n"
     )
 

@@ -18,7 +18,14 @@ def report_dict(report: Report) -> dict[str, Any]:
         "verdict": report.verdict,
         "sglang_catalog": report.catalog_version,
         "inputs": [
-            {"path": s.path, "kind": s.kind, "lines": s.lines, "notes": list(s.notes)}
+            {
+                "path": s.path,
+                "kind": s.kind,
+                "lines": s.lines,
+                "notes": list(s.notes),
+                "sglang_catalog": s.catalog_version,
+                "sglang_catalog_reason": s.catalog_reason,
+            }
             for s in report.inputs
         ],
         "incidents": [incident_dict(i) for i in report.incidents],
@@ -54,6 +61,7 @@ def incident_dict(incident: Incident) -> dict[str, Any]:
         "corrected_command": incident.corrected_command,
         "edits": [e.as_json() for e in incident.edits],
         "attempt": incident.attempt,
+        "verification": incident.verification.as_json() if incident.verification else None,
     }
 
 

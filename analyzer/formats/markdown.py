@@ -216,6 +216,8 @@ def _commands(incident: Incident) -> list[str]:
         out = [f"**Corrected command**{origin_text}:", "", *code_block(diff, "diff"), ""]
         if edits:
             out += [f"Edits: {escape(edits)}", ""]
+        if incident.verification:
+            out += [f"Verification: {escape(incident.verification.describe())}", ""]
         return out
     if incident.command:
         return [f"**Command**{origin_text}:", "", *code_block(incident.command, "shell"), ""]

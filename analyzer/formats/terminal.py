@@ -156,6 +156,8 @@ def _plain_commands(incident: Incident) -> list[str]:
         out.append("    corrected command:")
         out.append(f"      {clean(incident.corrected_command)}")
         out.append(f"    edits: {'; '.join(_edit_text(incident))}")
+    if incident.verification:
+        out.append(f"    {clean(incident.verification.describe())}")
     return out
 
 
@@ -235,3 +237,8 @@ def _rich_commands(body, incident: Incident) -> None:
             body.append(piece + " ", style=style)
         body.append("\n")
         body.append(clean(incident.corrected_command) + "\n", style="green")
+    if incident.verification:
+        passed = incident.verification.status == "pass"
+        body.append(
+            clean(incident.verification.describe()) + "\n", style="green" if passed else "yellow"
+        )

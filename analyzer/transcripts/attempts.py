@@ -27,7 +27,7 @@ import regex
 
 from analyzer.command import LaunchCommand, parse_launch_command
 from analyzer.model import Line
-from analyzer.scan import READY_MARKER
+from analyzer.scan import MAX_STATED_VERSIONS, READY_MARKER, stated_version
 from analyzer.transcripts import diagnostics, shell
 from analyzer.transcripts.diagnostics import NumberedLine
 from analyzer.transcripts.model import Event, FileWrite, ShellCall, UserMessage
@@ -59,6 +59,7 @@ LOOPS = frozenset({"for", "while", "until"})
 ENTRY_MODULES = frozenset({"sglang.launch_server", "sglang_router.launch_server"})
 PYTHON = regex.compile(r"python(?:\d+(?:\.\d+)*)?")
 HELP_FLAGS = frozenset({"--help", "-h", "--version"})
+BARE_VERSION = regex.compile(r"^\d+\.\d+\.\d+(?:\.post\d+)?$")
 LOGGY = regex.compile(r"(?:\.log|\.out|\.err|\.txt)$|log")
 MARKER_TEXT = regex.compile(r"^[-=#*_~+. ]*[\w .:/()\[\]-]{0,60}[-=#*_~+. ]*$")
 USER_REPORT = regex.compile(
@@ -165,6 +166,8 @@ class Session:
     attempts: list[Attempt]
     notes: list[str]
     made_dirs: set[str]
+    # versions the session's commands printed (pip, sglang.__version__), in order
+    stated_versions: list[tuple[str, Line]] = field(default_factory=list)
 
 
 @dataclass
@@ -187,6 +190,7 @@ class SessionBuilder:
         self.last_gpus: Observation | None = None
         self.notes: list[str] = []
         self.before_launch = False
+        self.stated_versions: list[tuple[str, Line]] = []
 
     def feed(self, event: Event) -> None:
         if isinstance(event, ShellCall):
@@ -199,7 +203,7 @@ class SessionBuilder:
     def finish(self) -> Session:
         if len(self.attempts) >= MAX_ATTEMPTS:
             self.notes.append(f"only the first {MAX_ATTEMPTS} launches were followed")
-        return Session(self.attempts, self.notes, self.made_dirs)
+        return Session(self.attempts, self.notes, self.made_dirs, self.stated_versions)
 
     # ---- events
 
@@ -229,6 +233,19 @@ class SessionBuilder:
             attempt = Attempt(len(self.attempts) + 1, launch, gpus_before=self.last_gpus)
             self.attempts.append(attempt)
         self._read_output(call, level, launch)
+        self._note_versions(call)
+
+    def _note_versions(self, call: ShellCall) -> None:
+        """Versions the session saw: pip output, or `print(sglang.__version__)`'s answer."""
+        asked = "sglang" in call.command and "__version__" in call.command
+        previous = None
+        for number, text in call.output_lines():
+            version = stated_version(text, previous)
+            if version is None and asked and BARE_VERSION.match(text.strip()):
+                version, asked = text.strip(), False
+            previous = text
+            if version and len(self.stated_versions) < MAX_STATED_VERSIONS:
+                self.stated_versions.append((version, Line("", number, text, text, ref=call.ref)))
 
     def _background_output(self, call: ShellCall) -> None:
         """A later read of a background launch's own output (Claude Code's BashOutput)."""
