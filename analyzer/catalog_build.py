@@ -10,8 +10,9 @@ spellings come out exactly as the installed version registers them.
 SGLang is imported only inside `build_catalog`, so `analyzer` imports without it.
 Run it with the Python of an environment that has SGLang, e.g.
 
-    PYTHONPATH=/work/main /work/venvs/sglang/bin/python -m analyzer.catalog_build \
-        -o analyzer/catalogs/sglang-0.5.23.json
+    .sglang/venv/bin/python -m analyzer.catalog_build -o analyzer/catalogs/sglang-0.5.23.json
+    PYTHONPATH=.sglang/releases/0.5.13:. .sglang/venv/bin/python -m analyzer.catalog_build \
+        -o analyzer/catalogs/sglang-0.5.13.json       # an older release (install-sglang.sh)
 """
 
 from __future__ import annotations

@@ -42,16 +42,21 @@ VERIFY_SNIPPET = f"""
 import sys
 try:
     import sglang
-    from sglang.srt.plugins import load_plugins
     from sglang.srt.server_args import prepare_server_args
 except Exception as exc:
     lines = str(exc).strip().splitlines()
     print({IMPORT_FAILED_MARKER!r} + type(exc).__name__ + (": " + lines[-1] if lines else ""))
     sys.exit({IMPORT_FAILED_EXIT})
 print({VERSION_MARKER!r} + getattr(sglang, "__version__", "unknown"), flush=True)
-load_plugins()
+try:
+    from sglang.srt.plugins import load_plugins  # 0.5.19+
+except ImportError:
+    load_plugins = None
+if load_plugins is not None:
+    load_plugins()
 server_args = prepare_server_args(sys.argv[1:])
-server_args.resolve_once()
+if hasattr(server_args, "resolve_once"):  # 0.5.19+; before, __post_init__ resolved
+    server_args.resolve_once()
 server_args.check_server_args()
 print({VERIFY_MARKER!r})
 """

@@ -40,6 +40,8 @@ def test_fixture_meets_its_expectation(case):
         assert len(report.incidents) == expect["incidents"], [
             i.rule_class for i in report.incidents
         ]
+    if "catalog_version" in expect:
+        assert report.catalog_version == expect["catalog_version"], report.inputs[0].catalog_reason
     if "command_source" in expect:
         assert root.command_source == expect["command_source"]
     if "corrected_command" in expect:

@@ -237,3 +237,34 @@ def test_timeout_is_reported_as_timeout() -> None:
     result = verify_command(WRONG, SGLANG_PYTHON, timeout=0.01)
     assert result.status == "timeout"
     assert "0.01 s" in result.message
+
+
+# --- older releases (scripts/install-sglang.sh puts them in .sglang/releases) ---------------
+
+RELEASES = ROOT / os.environ.get("LOGANALYZE_SGLANG_HOME", ".sglang") / "releases"
+
+
+def _release_cases() -> dict[str, tuple[str, str]]:
+    cases = {}
+    for sidecar in sorted((ROOT / "fixtures" / "versions").glob("*.toml")):
+        data = tomllib.loads(sidecar.read_text("utf-8"))
+        if data["expect"].get("verified") is True:
+            release = data["fixture"]["sglang_version"]
+            cases[sidecar.stem] = (release, data["expect"]["corrected_command"])
+    return cases
+
+
+RELEASE_CASES = _release_cases()
+
+
+@pytest.mark.sglang
+@needs_sglang
+@pytest.mark.parametrize("case", sorted(RELEASE_CASES))
+def test_older_release_fixture_corrections_pass_their_own_release(case: str) -> None:
+    release, command = RELEASE_CASES[case]
+    folder = RELEASES / release
+    if release != "0.5.23" and not folder.is_dir():
+        pytest.skip(f"{folder} not installed (scripts/install-sglang.sh)")
+    path = str(folder) if release != "0.5.23" else None
+    result = verify_command(command, SGLANG_PYTHON, 300, path)
+    assert (result.status, result.sglang_version) == ("pass", release), result.message
