@@ -416,3 +416,29 @@ def test_analyze_writes_several_formats_at_once(tmp_path):
     assert all(path.stat().st_size > 0 for path in files.values())
     github = _cli(str(case.input), "-f", "github")
     assert github.stdout.startswith("::error ")
+
+
+@pytest.mark.parametrize(
+    ("verdict", "expected"),
+    [
+        (("pass", "0.5.23", ""), "verified with sglang 0.5.23"),
+        (("fail", "0.5.23", "AssertionError"), "rejected by sglang 0.5.23: AssertionError"),
+    ],
+)
+def test_every_format_marks_the_corrected_command_with_sglangs_verdict(verdict, expected):
+    from analyzer.formats.json_report import render_json
+    from analyzer.formats.terminal import render_plain
+    from analyzer.model import Verification
+
+    case = next(c for c in fixture_cases() if c.id == "real/unrecognized_num_speculative_tokens")
+    report = analyze([str(case.input)], Options(command=case.user_command))
+    report.incidents[0].verification = Verification(*verdict, seconds=4.2)
+    for text in (render_plain(report), render_markdown(report), render_html(report)):
+        assert expected in text
+    entry = json.loads(render_json(report))["incidents"][0]["verification"]
+    assert entry == {
+        "status": verdict[0],
+        "sglang_version": "0.5.23",
+        "message": verdict[2],
+        "catalog_check": None,
+    }

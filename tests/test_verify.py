@@ -93,6 +93,35 @@ def test_no_sglang_anywhere_says_what_is_missing(monkeypatch: pytest.MonkeyPatch
     assert "loganalyze[sglang]" in result.message and "LOGANALYZE_SGLANG_PYTHON" in result.message
 
 
+def _fake_sglang(root: Path, server_args: str) -> str:
+    """A stand-in `sglang` package on a folder to put on PYTHONPATH."""
+    package = root / "sglang" / "srt"
+    package.mkdir(parents=True)
+    (root / "sglang" / "__init__.py").write_text("__version__ = '9.9.9'\n")
+    (package / "__init__.py").write_text("")
+    (package / "server_args.py").write_text(server_args)
+    return str(root)
+
+
+def test_a_broken_sglang_install_is_unavailable_with_its_import_error(tmp_path: Path) -> None:
+    broken = _fake_sglang(tmp_path, "import no_such_dependency_of_sglang\n")
+    result = verify_command(WRONG, sys.executable, 60, broken)
+    assert result.status == "unavailable"
+    assert "sglang cannot be imported (ModuleNotFoundError" in result.message
+    assert result.catalog_check == "passes the sglang 0.5.23 flag catalog"
+
+
+def test_an_sglang_that_hangs_is_a_timeout_with_the_catalog_check(tmp_path: Path) -> None:
+    hanging = _fake_sglang(
+        tmp_path, "import time\ndef prepare_server_args(argv):\n    time.sleep(60)\n"
+    )
+    result = verify_command(WRONG, sys.executable, 2, hanging)
+    assert result.status == "timeout"
+    assert result.message == "sglang did not finish validating within 2 s"
+    assert result.seconds < 30
+    assert result.describe().endswith("; passes the sglang 0.5.23 flag catalog")
+
+
 def test_missing_interpreter_is_unavailable() -> None:
     result = verify_command(WRONG, python=str(ROOT / "no-such-python"))
     assert result.status == "unavailable"
