@@ -371,15 +371,38 @@ def catalog_show(
         catalog = load_catalog(sglang_version)
     except CatalogError as exc:
         raise fail(str(exc)) from None
+    from analyzer.flag_history import shipped_history
+
     resolution = catalog.resolve(flag)
     if resolution.spec is None:
         extra = f": {', '.join(resolution.candidates)}" if resolution.candidates else ""
         typer.echo(f"{flag}: {resolution.kind} in sglang {catalog.version}{extra}")
+        change = shipped_history().change(flag, catalog)
+        if change is not None:
+            typer.echo(f"  {change.explain(catalog.version)}")
         raise typer.Exit(1)
     spec = resolution.spec
     typer.echo(f"{flag}: {resolution.kind} -> {spec.long} (dest {spec.dest}, {spec.action})")
     if spec.help:
         typer.echo(f"  {spec.help}")
+
+
+@catalog_app.command("history", context_settings={"ignore_unknown_options": True})
+def catalog_history(
+    flag: Annotated[str, typer.Argument(help="A flag as typed, e.g. --cuda-graph-max-bs")],
+) -> None:
+    """How each shipped SGLang release reads a flag, oldest first."""
+    from analyzer.catalog import all_catalogs
+
+    for catalog in all_catalogs():
+        resolution = catalog.resolve(flag)
+        if resolution.spec is not None:
+            spec = resolution.spec
+            what = f"{resolution.kind} -> {spec.long} (dest {spec.dest})"
+        else:
+            extra = f": {', '.join(resolution.candidates)}" if resolution.candidates else ""
+            what = f"{resolution.kind}{extra}"
+        typer.echo(f"{catalog.version:<14}{what}")
 
 
 @app.command("run", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})

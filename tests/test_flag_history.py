@@ -74,3 +74,19 @@ def test_the_ambiguous_prefix_fix_comes_from_the_history():
     root = report.incidents[0]
     assert root.corrected_command.endswith("--cuda-graph-max-bs-decode 8")
     assert any("removed between sglang 0.5.19 and 0.5.23" in a for a in root.advice)
+
+
+def test_catalog_history_and_show_print_the_history():
+    from typer.testing import CliRunner
+
+    from analyzer.cli import app
+
+    runner = CliRunner()
+    history = runner.invoke(app, ["catalog", "history", "--cuda-graph-max-bs"])
+    assert history.exit_code == 0
+    lines = history.output.splitlines()
+    assert lines[0].startswith("0.5.6.post2") and "exact -> --cuda-graph-max-bs" in lines[0]
+    assert lines[-1].startswith("0.5.23") and "ambiguous: --cuda-graph-max-bs-decode" in lines[-1]
+    show = runner.invoke(app, ["catalog", "show", "--stream-output"])
+    assert show.exit_code == 1
+    assert "use --incremental-streaming-output (the same setting)" in show.output
