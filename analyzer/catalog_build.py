@@ -114,7 +114,8 @@ def source_lines(package: Path) -> dict[str, dict[str, str]]:
                 span = (node.lineno, node.end_lineno or node.lineno)
                 functions.setdefault(node.name, []).append(span)
         lines[name] = {
-            key: " ".join(f"{a}-{b}" for a, b in sorted(functions[key])) for key in sorted(functions)
+            key: " ".join(f"{a}-{b}" for a, b in sorted(functions[key]))
+            for key in sorted(functions)
         }
     return lines
 

@@ -131,6 +131,7 @@ def analyze(
         options = Options(rules or [], launch, sglang_version, not no_redact)
         options.input_format = input_format.value
         options.verify = verify
+        options.metrics = format is Format.html or html is not None
         report = run(paths, options)
         _emit(report, format, output, paths)
         if html or markdown or junit:
@@ -250,7 +251,9 @@ def ci(
 
     with one_line_errors(debug):
         launch = _command_text(command, command_file)
-        report = run(paths, Options(rules or [], launch, sglang_version, not no_redact))
+        options = Options(rules or [], launch, sglang_version, not no_redact)
+        options.metrics = html is not None
+        report = run(paths, options)
         reports = {"html": html, "markdown": markdown, "junit": junit, "json": json}
         code = post_mortem(report, CiRun(paths, reports, fail_on.value, summary))
     raise typer.Exit(code)
@@ -279,9 +282,10 @@ def metrics(
     debug: DebugOption = False,
 ) -> None:
     """Throughput, speculative acceptance and startup phases of each run."""
-    from analyzer.compare import redact_incident, redact_run, spec_findings
+    from analyzer.compare import spec_findings
     from analyzer.formats import metrics_table
     from analyzer.metrics import extract_paths, extract_with_series
+    from analyzer.redact import redact_incident, redact_run
 
     with one_line_errors(debug):
         if series is None:
@@ -312,9 +316,10 @@ def compare_runs(
     debug: DebugOption = False,
 ) -> None:
     """Runs side by side: differing settings, metrics, the best run, speculation's speed-up."""
-    from analyzer.compare import compare, redact_comparison
+    from analyzer.compare import compare
     from analyzer.formats import metrics_table
     from analyzer.metrics import extract_paths
+    from analyzer.redact import redact_comparison
 
     with one_line_errors(debug):
         comparison = compare(extract_paths(paths, workers=workers))

@@ -14,12 +14,10 @@ finding states both, because c is what tells how much acceptance has to improve.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 
 from analyzer.metrics import CONFIG_KEYS, RunMetrics
-from analyzer.model import Incident, Line
-from analyzer.redact import redact_text
+from analyzer.model import Incident
 
 RULE_CLASS = "spec_slowdown"
 RULE_ID = "spec-slowdown"
@@ -262,52 +260,7 @@ def _graph_advice(run: RunMetrics) -> list[str]:
         limit = run.config.get("max_running_requests")
         served = f" (up to {limit} running requests)" if limit else ""
         return [
-            f"Only {share:.0%} of decode batches ran in a CUDA graph: raise --cuda-graph-max-bs "
+            f"Only {share:.0%} of decode batches ran in a CUDA graph: raise {run.graph_limit_flag} "
             f"to cover the batch sizes served{served}."
         ]
     return []
-
-
-# ---- redaction --------------------------------------------------------------------------
-
-
-def redact_run(run: RunMetrics) -> RunMetrics:
-    """A copy with secrets masked in everything a report shows (paths, config, lines)."""
-    config = {k: redact_text(v) if isinstance(v, str) else v for k, v in run.config.items()}
-    return dataclasses.replace(
-        run,
-        source=redact_text(run.source),
-        config=config,
-        notes=[redact_text(n) for n in run.notes],
-        first_decode=_redact_line(run.first_decode),
-    )
-
-
-def redact_incident(incident: Incident) -> Incident:
-    return dataclasses.replace(
-        incident,
-        title=redact_text(incident.title),
-        source=redact_text(incident.source),
-        explanation=redact_text(incident.explanation),
-        advice=[redact_text(a) for a in incident.advice],
-        evidence=[_redact_line(ln) for ln in incident.evidence],
-    )
-
-
-def redact_comparison(comparison: Comparison) -> Comparison:
-    return dataclasses.replace(
-        comparison,
-        runs=[redact_run(r) for r in comparison.runs],
-        findings=[redact_incident(i) for i in comparison.findings],
-    )
-
-
-def _redact_line(line: Line | None) -> Line | None:
-    if line is None:
-        return None
-    return dataclasses.replace(
-        line,
-        source=redact_text(line.source),
-        text=redact_text(line.text),
-        body=redact_text(line.body),
-    )

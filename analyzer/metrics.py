@@ -290,6 +290,8 @@ class RunMetrics:
     first_decode: Line | None = None
     slow_lines: int = 0
     series: dict[str, BatchSeries] | None = None
+    # the flag that sets the largest CUDA-graph decode batch, in this run's SGLang
+    graph_limit_flag: str = "--cuda-graph-max-bs-decode"
 
     @property
     def speculative(self) -> bool:
@@ -1026,7 +1028,7 @@ def _scan_stream(
 ) -> tuple[_Partial, list[str]]:
     notes: list[str] = []
     scanner = _Scanner(text_input.path, keep_series, find_first_time=True, sink=sink)
-    raw = sys.stdin.buffer if text_input.file is None else open(text_input.file, "rb")  # noqa: SIM115
+    raw = sys.stdin.buffer if text_input.file is None else text_input.open_raw()
     try:
         stream = raw
         if hasattr(raw, "peek") and raw.peek(2)[:2] == GZIP_MAGIC:
@@ -1217,6 +1219,26 @@ CONFIG_KEYS = (
 )
 
 
+GRAPH_LIMIT_DESTS = ("cuda_graph_max_bs_decode", "cuda_graph_max_bs")
+
+
+def graph_limit_flag(server_args: dict[str, Any] | None) -> str:
+    """The flag capping CUDA-graph decode batches, as the SGLang that wrote the log spells it.
+
+    server_args names its fields by dest, so the log itself says which release it came
+    from (0.5.23 split `--cuda-graph-max-bs` into -decode and -prefill); without that
+    record, the newest shipped catalog's spelling.
+    """
+    from analyzer.catalog import load_catalog
+
+    for dest in GRAPH_LIMIT_DESTS:
+        if server_args and dest in server_args:
+            return "--" + dest.replace("_", "-")
+    catalog = load_catalog()
+    spec = next(filter(None, (catalog.by_dest(d) for d in GRAPH_LIMIT_DESTS)))
+    return spec.long
+
+
 def run_config(server_args: dict[str, Any] | None, limits: dict[str, int]) -> dict[str, Any]:
     """The settings that decide speculative speed, from server_args and the scheduler line.
 
@@ -1305,6 +1327,7 @@ def _summarize(source: str, partial: _Partial, notes: list[str], keep_series: bo
         notes=notes,
         first_decode=partial.first_decode,
         slow_lines=partial.slow_lines,
+        graph_limit_flag=graph_limit_flag(server_args),
     )
     if keep_series:
         run.series = {

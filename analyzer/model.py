@@ -8,7 +8,10 @@ so renderers never re-read a log.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from analyzer.metrics import RunMetrics
 
 SCHEMA_VERSION = 1
 
@@ -275,3 +278,5 @@ class Report:
     warnings: list[str] = field(default_factory=list)
     catalog_version: str | None = None
     attempts: list[Attempt] = field(default_factory=list)
+    # decode metrics of each log, read only when a format draws them (the HTML charts)
+    runs: list[RunMetrics] = field(default_factory=list)

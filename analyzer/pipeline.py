@@ -7,6 +7,7 @@ knows only its own input and output types.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from analyzer import incident as incidents_stage
 from analyzer.catalog import FlagCatalog, all_catalogs, load_catalog
@@ -37,6 +38,9 @@ from analyzer.transcripts.diagnose import diagnose
 from analyzer.transcripts.logview import scan_view
 from analyzer.transcripts.reading import read_transcript
 
+if TYPE_CHECKING:
+    from analyzer.metrics import RunMetrics
+
 
 @dataclass
 class Options:
@@ -49,6 +53,7 @@ class Options:
     simple_scan: bool = False
     input_format: str | None = None  # auto | log | opencode | claude | codex | text
     verify: bool = False  # ask the installed SGLang about every corrected command
+    metrics: bool = False  # also read each log's decode metrics (for the HTML charts)
 
 
 @dataclass
@@ -77,6 +82,7 @@ def analyze(
     found: list[Incident] = []
     last_lines: list[Line] = []
     timeline: list[Attempt] = []
+    runs: list[RunMetrics] = []
     for text_input in open_inputs(paths):
         summary = InputSummary(text_input.path)
         summaries.append(summary)
@@ -97,8 +103,11 @@ def analyze(
         found.extend(incidents)
         if incidents or not last_lines:
             last_lines = log.tail
+        if options.metrics:
+            runs.extend(_metrics(text_input))
     report = _finish(found, summaries, last_lines, context)
     report.attempts = _classified(timeline, report.incidents)
+    report.runs = runs
     if options.verify:
         _verify(report.incidents, {s.path: s.catalog_version for s in summaries})
     if not options.redact:
@@ -119,6 +128,16 @@ def _with_catalog(context: _Context, summary: InputSummary, version: str, reason
     if version == context.catalog.version:
         return context
     return replace(context, catalog=load_catalog(version))
+
+
+def _metrics(text_input: TextInput) -> list[RunMetrics]:
+    """The log's decode metrics, when it has any; a second read, so files only (not stdin)."""
+    from analyzer.metrics import extract  # numpy: only when a format draws the metrics
+
+    if text_input.file is None:
+        return []
+    run = extract(text_input)
+    return [run] if run.decode.lines else []
 
 
 def _verify(incidents: list[Incident], catalogs: dict[str, str | None]) -> None:

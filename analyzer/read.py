@@ -41,7 +41,7 @@ class TextInput:
         if self.file is None:
             yield from self._decode_lines(_maybe_gunzip(sys.stdin.buffer))
             return
-        with open(self.file, "rb") as raw:
+        with self.open_raw() as raw:
             yield from self._decode_lines(_maybe_gunzip(raw))
 
     def chunks(self) -> Iterator[bytes]:
@@ -49,7 +49,7 @@ class TextInput:
         if self.file is None:
             yield from self._read_chunks(_maybe_gunzip(sys.stdin.buffer))
             return
-        with open(self.file, "rb") as raw:
+        with self.open_raw() as raw:
             yield from self._read_chunks(_maybe_gunzip(raw))
 
     def reading_notes(self) -> list[str]:
@@ -84,7 +84,19 @@ class TextInput:
         (JSONL records may be far longer than MAX_LINE_BYTES). The caller closes it."""
         if self.file is None:
             return _maybe_gunzip(sys.stdin.buffer)
-        return _maybe_gunzip(open(self.file, "rb"))  # noqa: SIM115 - returned to the caller
+        return _maybe_gunzip(self.open_raw())
+
+    def open_raw(self) -> io.BufferedIOBase:
+        """The file's bytes as they were when opened: a log the server is still writing
+        grows while we read it, and a fast writer must not keep the analysis (or the disk
+        of a test) busy forever. Pipes and FIFOs are read to their end. The caller closes it.
+        """
+        assert self.file is not None
+        raw = open(self.file, "rb")  # noqa: SIM115 - returned to the caller
+        size = os.fstat(raw.fileno())
+        if not stat.S_ISREG(size.st_mode):
+            return raw
+        return io.BufferedReader(_Snapshot(raw, size.st_size), buffer_size=1 << 16)
 
     def is_binary(self) -> bool:
         """NUL bytes or mostly undecodable bytes in the first 8 KiB (after gunzip)."""
@@ -98,6 +110,26 @@ class TextInput:
         if b"\0" in sample:
             return True
         return looks_binary(sample.decode("utf-8", errors="replace"))
+
+
+class _Snapshot(io.RawIOBase):
+    """The first `size` bytes of an open file, however much it grows meanwhile."""
+
+    def __init__(self, raw: io.BufferedReader, size: int) -> None:
+        self._raw, self._left = raw, size
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:  # type: ignore[override]
+        view = memoryview(buffer)[: self._left]
+        count = self._raw.readinto(view) or 0
+        self._left -= count
+        return count
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
 
 
 def _skip_rest_of_line(stream: io.BufferedIOBase) -> None:

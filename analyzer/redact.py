@@ -7,7 +7,7 @@ Applied once to the finished Report, so every format is redacted alike
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import regex
 
@@ -22,6 +22,10 @@ from analyzer.model import (
     Verification,
 )
 
+if TYPE_CHECKING:
+    from analyzer.compare import Comparison
+    from analyzer.metrics import RunMetrics
+
 MASK = "***"
 # Each pattern keeps group `keep` and masks group `secret`; no look-behinds, so a
 # 64 KiB line costs one linear pass per pattern.
@@ -35,7 +39,9 @@ SECRET_PATTERNS = (
         r"(?P<keep>(?<![\w-])[A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD|API_KEY|ACCESS_KEY)[A-Z0-9_]*=)"
         r"(?P<secret>'[^']*'|\"[^\"]*\"|\S+)"
     ),
-    regex.compile(r"(?i)(?P<keep>['\"]?(?:api_key|token|password)['\"]?\s*[:=]\s*)(?P<secret>'[^']+')"),
+    regex.compile(
+        r"(?i)(?P<keep>['\"]?(?:api_key|token|password)['\"]?\s*[:=]\s*)(?P<secret>'[^']+')"
+    ),
 )
 
 
@@ -50,11 +56,31 @@ def redact_report(report: Report) -> Report:
     """A copy of the report with secrets masked in every string it will render."""
     return dataclasses.replace(
         report,
-        incidents=[_incident(i) for i in report.incidents],
+        incidents=[redact_incident(i) for i in report.incidents],
         last_lines=[_line(ln) for ln in report.last_lines],
         inputs=[_summary(s) for s in report.inputs],
         warnings=[redact_text(w) for w in report.warnings],
         attempts=[_attempt(a) for a in report.attempts],
+        runs=[redact_run(r) for r in report.runs],
+    )
+
+
+def redact_run(run: RunMetrics) -> RunMetrics:
+    """A copy of one run's metrics with secrets masked (paths, config, notes, lines)."""
+    return dataclasses.replace(
+        run,
+        source=redact_text(run.source),
+        config={k: _maybe(v) for k, v in run.config.items()},
+        notes=[redact_text(n) for n in run.notes],
+        first_decode=_line(run.first_decode) if run.first_decode else None,
+    )
+
+
+def redact_comparison(comparison: Comparison) -> Comparison:
+    return dataclasses.replace(
+        comparison,
+        runs=[redact_run(r) for r in comparison.runs],
+        findings=[redact_incident(i) for i in comparison.findings],
     )
 
 
@@ -70,20 +96,29 @@ def _attempt(attempt: Attempt) -> Attempt:
 
 
 def _line(line: Line) -> Line:
-    return dataclasses.replace(line, text=redact_text(line.text), body=redact_text(line.body))
+    return dataclasses.replace(
+        line,
+        source=redact_text(line.source),
+        text=redact_text(line.text),
+        body=redact_text(line.body),
+    )
 
 
 def _summary(summary: InputSummary) -> InputSummary:
-    return dataclasses.replace(summary, notes=[redact_text(n) for n in summary.notes])
+    return dataclasses.replace(
+        summary, path=redact_text(summary.path), notes=[redact_text(n) for n in summary.notes]
+    )
 
 
 def _maybe(text: Any) -> Any:
     return redact_text(text) if isinstance(text, str) else text
 
 
-def _incident(incident: Incident) -> Incident:
+def redact_incident(incident: Incident) -> Incident:
+    """A copy of one incident with secrets masked in everything it shows."""
     return dataclasses.replace(
         incident,
+        source=redact_text(incident.source),
         evidence=[_line(ln) for ln in incident.evidence],
         explanation=redact_text(incident.explanation),
         advice=[redact_text(a) for a in incident.advice],

@@ -369,7 +369,9 @@ class Scanner:
         self._finish_traceback()
         if self.usage is not None:
             first, length = self.usage
-            self.log.usage_dumps.append(UsageDump(first, None, length, frozenset(self.usage_options)))
+            self.log.usage_dumps.append(
+                UsageDump(first, None, length, frozenset(self.usage_options))
+            )
         self.log.tail = list(self.tail)
         return self.log
 

@@ -238,9 +238,9 @@ def test_file_that_grows_while_being_read(tmp_path):
     log.write_text("[2026-01-01 10:00:00 TP0] Decode batch, token usage: 0.5\n" * 200000)
     stop = threading.Event()
 
-    def grow():
+    def grow():  # as fast as it can, capped so that a reader that never stops cannot fill the disk
         with open(log, "a") as handle:
-            while not stop.is_set():
+            while not stop.is_set() and handle.tell() < 256 << 20:
                 handle.write("[2026-01-01 10:00:01 TP0] Decode batch, token usage: 0.6\n" * 100)
                 handle.flush()
 
@@ -252,4 +252,22 @@ def test_file_that_grows_while_being_read(tmp_path):
         stop.set()
         writer.join(timeout=10)
     report = json_report(result)
-    assert report["inputs"][0]["lines"] >= 200000
+    with open(log, "rb") as handle:
+        total = sum(block.count(b"\n") for block in iter(lambda: handle.read(1 << 20), b""))
+    assert 200000 <= report["inputs"][0]["lines"] <= total
+
+
+@pytest.mark.parametrize("gzipped", [False, True])
+def test_reading_stops_at_the_size_the_file_had_when_opened(tmp_path, gzipped):
+    from analyzer import read
+
+    log = tmp_path / ("run.log.gz" if gzipped else "run.log")
+    first = b"[2026-01-01 10:00:00 TP0] Decode batch, token usage: 0.5\n" * 50000
+    log.write_bytes(gzip.compress(first) if gzipped else first)
+    text_input = read.TextInput(str(log), log)
+    chunks = text_input.chunks()
+    read_back = [next(chunks)]
+    with open(log, "ab") as handle:  # the server keeps logging while we read
+        handle.write(b"more\n" * 100000)
+    read_back += list(chunks)
+    assert b"".join(read_back) == first

@@ -182,3 +182,28 @@ def test_no_incident_page(browser, tmp_path):
         page.screenshot(path=str(ARTIFACTS / "report-clear.png"), full_page=True)
     finally:
         context.close()
+
+
+def test_metrics_charts_draw_offline_in_both_themes(browser, tmp_path):
+    log = Path(__file__).parent.parent / "fixtures/metrics/sglang-0.5.23-eagle3.log"
+    page_file = tmp_path / "metrics.html"
+    page_file.write_text(render_html(analyze([str(log)], Options(metrics=True))), "utf-8")
+    for scheme in ("light", "dark"):
+        context, page, watch, url = _open(browser, page_file, color_scheme=scheme)
+        try:
+            charts = page.locator("section.metrics figure.chart svg")
+            assert charts.count() == 2
+            for index in range(2):
+                box = charts.nth(index).bounding_box()
+                assert box and box["width"] > 300 and box["height"] > 100
+            assert charts.first.locator("polyline").count() >= 1
+            label = charts.first.locator("text:not([fill])").first
+            colour = label.evaluate("e => getComputedStyle(e).fill")
+            body = page.evaluate("getComputedStyle(document.body).color")
+            assert colour == body  # axis labels follow the theme's text colour
+            assert watch.requests == [url] and watch.errors == []
+            page.locator("section.metrics").screenshot(
+                path=str(ARTIFACTS / f"report-metrics-{scheme}.png")
+            )
+        finally:
+            context.close()

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 import analyzer.metrics as metrics
 from analyzer.cli import main
-from analyzer.compare import compare, redact_comparison, spec_findings
+from analyzer.compare import compare, spec_findings
 from analyzer.formats.metrics_table import (
     compare_dict,
     metrics_dict,
@@ -31,6 +31,7 @@ from analyzer.formats.metrics_table import (
 )
 from analyzer.formats.svg_chart import line_chart, metrics_charts
 from analyzer.metrics import DECODE, PREFILL, extract_paths, parse_batch
+from analyzer.redact import redact_comparison
 from analyzer.scan import split_prefix
 from tests.fixture_cases import ROOT
 
@@ -676,3 +677,15 @@ def test_metrics_charts_of_a_speculative_run():
     assert len(charts) == 2 and "Accept length" in charts[1]
     assert metrics_charts(run_of(NO_SPEC))[0].count("<polyline") >= 1
     assert len(metrics_charts(run_of(NO_SPEC))) == 1
+
+
+def test_graph_advice_names_the_flag_of_the_runs_release():
+    from analyzer.catalog import load_catalog
+
+    assert metrics.graph_limit_flag({"cuda_graph_max_bs": 8}) == "--cuda-graph-max-bs"
+    assert metrics.graph_limit_flag({"cuda_graph_max_bs_decode": 8}) == "--cuda-graph-max-bs-decode"
+    assert load_catalog().spec(metrics.graph_limit_flag(None)) is not None
+    assert run_of(EAGLE3).graph_limit_flag == "--cuda-graph-max-bs-decode"
+    assert run_of("fixtures/metrics/sglang-0.5.6-eagle3-iterations.log").graph_limit_flag == (
+        "--cuda-graph-max-bs"
+    )

@@ -142,6 +142,61 @@ def test_html_timeline_only_with_several_incidents(tmp_path, at_root):
     assert page.count('<a href="#incident-') == len(both.incidents)
 
 
+METRICS_LOG = "fixtures/metrics/sglang-0.5.23-eagle3.log"
+
+
+def test_html_charts_the_decode_metrics(snapshot, at_root):
+    report = analyze([METRICS_LOG], Options(metrics=True))
+    [run] = report.runs
+    assert run.decode.lines == 12 and run.decode.accept_len.mean == pytest.approx(2.1, abs=0.01)
+    page = render_html(report)
+    assert page.count('aria-label="Decode metrics"') == 1
+    assert page.count("<svg") == 2 and "Accept length: " + METRICS_LOG in page
+    assert "median 82.30, p10 81.89, p90 82.75" in page and "ready after</th><td>42.0 s" in page
+    assert page == snapshot(extension_class=FORMATS["html"][1])
+
+
+def test_metrics_are_read_only_when_asked_and_leave_the_json_alone(at_root):
+    from analyzer.formats.json_report import render_json
+
+    plain, charted = analyze([METRICS_LOG]), analyze([METRICS_LOG], Options(metrics=True))
+    assert plain.runs == [] and 'aria-label="Decode metrics"' not in render_html(plain)
+    assert render_json(plain) == render_json(charted)
+
+
+def test_logs_without_decode_lines_get_no_chart(at_root):
+    report = analyze([str(CASES[REPRESENTATIVE[0]].input.relative_to(ROOT))], Options(metrics=True))
+    assert report.runs == [] and "<svg" not in render_html(report)
+
+
+def test_chart_section_redacts_and_escapes_the_source(tmp_path):
+    secret = "hf_" + "B" * 30
+    folder = tmp_path / f"{secret}<b>"
+    folder.mkdir()
+    log = folder / "run.log"
+    log.write_bytes((ROOT / METRICS_LOG).read_bytes())
+    page = render_html(analyze([str(log)], Options(metrics=True)))
+    assert page.count("<svg") == 2
+    assert secret not in page and "<b>" not in page and "&lt;b&gt;" in page
+
+
+def test_cli_html_outputs_carry_the_charts(tmp_path, at_root):
+    html, ci_html = tmp_path / "r.html", tmp_path / "ci.html"
+    for argv in (
+        [METRICS_LOG, "--html", str(html), "-f", "json"],
+        ["ci", METRICS_LOG, "--html", str(ci_html), "--no-summary"],
+    ):
+        subprocess.run([sys.executable, "-m", "analyzer", *argv], capture_output=True, cwd=ROOT)
+    assert html.read_text().count("<svg") == 2 and ci_html.read_text().count("<svg") == 2
+    done = subprocess.run(
+        [sys.executable, "-m", "analyzer", "-", "-f", "html"],
+        input=(ROOT / METRICS_LOG).read_bytes(),
+        capture_output=True,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0 and b"<svg" not in done.stdout  # stdin is read once only
+
+
 def test_only_the_html_path_imports_jinja2(tmp_path):
     log = _write_log(tmp_path, "port.log", [XSS_LINE])
     probe = (

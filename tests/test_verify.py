@@ -183,7 +183,9 @@ def test_cli_verify_without_sglang_falls_back_to_the_catalog_and_exits_2() -> No
 
 
 def test_cli_verify_without_sglang_exits_1_when_the_catalog_rejects_the_command() -> None:
-    proc = _cli("verify", f"{LAUNCH} {TARGET} --num-speculative-tokens 4", "--python", "/nonexistent")
+    proc = _cli(
+        "verify", f"{LAUNCH} {TARGET} --num-speculative-tokens 4", "--python", "/nonexistent"
+    )
     assert proc.returncode == 1, proc.stderr
     assert "sglang 0.5.23 flag catalog: --num-speculative-tokens is unknown" in proc.stdout
 

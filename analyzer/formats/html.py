@@ -162,6 +162,32 @@ def timeline(views: list[IncidentView], sources: list[str]) -> list[TimelineEntr
     ]
 
 
+@dataclasses.dataclass(frozen=True)
+class RunView:
+    """One log's decode metrics: the summary rows and its charts (SVG we drew, escaped)."""
+
+    source: str
+    rows: list[tuple[str, str]]
+    charts: list[Markup]
+
+
+def run_views(report: Report) -> list[RunView]:
+    if not report.runs:
+        return []
+    from analyzer.formats.metrics_table import decode_rows
+    from analyzer.formats.svg_chart import metrics_charts
+
+    views = []
+    for run in report.runs:
+        rows = decode_rows(run)
+        ready = run.startup.time_to_ready_s
+        if ready is not None:
+            rows.append(("ready after", f"{ready:.1f} s"))
+        charts = [Markup(svg) for svg in metrics_charts(run)]
+        views.append(RunView(printable(run.source), rows, charts))
+    return views
+
+
 def _wants_timeline(report: Report) -> bool:
     attempts = {i.attempt for i in report.incidents if i.attempt is not None}
     return len(report.incidents) > 1 or len(attempts) > 1
@@ -200,6 +226,7 @@ def render_html(report: Report) -> str:
         timeline=timeline(views, sources) if _wants_timeline(report) else [],
         worst=worst_severity(report),
         tail=[_row(ln, _NO_INCIDENT, 0) for ln in report.last_lines] if shows_tail(report) else [],
+        runs=run_views(report),
         version=__version__,
         schema_version=SCHEMA_VERSION,
         script=Markup(script),

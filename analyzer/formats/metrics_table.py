@@ -66,7 +66,12 @@ def _decode_lines(run: RunMetrics) -> list[str]:
     if not decode.lines:
         return ["decode: no batches logged"]
     span = _span(decode.first_time_ms, decode.last_time_ms)
-    out = [f"decode: {decode.lines:,} batches logged{span}"]
+    return [f"decode: {decode.lines:,} batches logged{span}"] + _aligned(decode_rows(run), 2)
+
+
+def decode_rows(run: RunMetrics) -> list[tuple[str, str]]:
+    """The decode summary as (name, text) rows, for the plain and HTML reports alike."""
+    decode = run.decode
     rows = [
         ("gen throughput (tok/s)", _quantiles(decode.gen_throughput)),
         ("accept length", _mean_range(decode.accept_len)),
@@ -79,8 +84,7 @@ def _decode_lines(run: RunMetrics) -> list[str]:
             f"{decode.graph_share:.0%} of batches" if decode.graph_share is not None else None,
         ),
     ]
-    out += _aligned([(name, text) for name, text in rows if text], indent=2)
-    return out
+    return [(name, text) for name, text in rows if text]
 
 
 def _prefill_lines(run: RunMetrics) -> list[str]:
