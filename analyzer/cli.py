@@ -265,6 +265,13 @@ class MetricsFormat(str, Enum):
     json = "json"
 
 
+class CompareFormat(str, Enum):
+    terminal = "terminal"
+    plain = "plain"
+    json = "json"
+    html = "html"
+
+
 @app.command("metrics")
 def metrics(
     paths: Annotated[list[str], typer.Argument(help="Server logs, folders, .gz, or - for stdin.")],
@@ -307,8 +314,8 @@ def metrics(
 def compare_runs(
     paths: Annotated[list[str], typer.Argument(help="Server logs of the runs to compare.")],
     format: Annotated[
-        MetricsFormat, typer.Option("--format", "-f", help="Output format.")
-    ] = MetricsFormat.terminal,
+        CompareFormat, typer.Option("--format", "-f", help="Output format.")
+    ] = CompareFormat.terminal,
     workers: Annotated[
         int | None, typer.Option("--workers", help="Processes for big files (default: CPUs).")
     ] = None,
@@ -325,8 +332,12 @@ def compare_runs(
         comparison = compare(extract_paths(paths, workers=workers))
         if not no_redact:
             comparison = redact_comparison(comparison)
-        if format is MetricsFormat.json:
+        if format is CompareFormat.json:
             text = metrics_table.render_json(metrics_table.compare_dict(comparison))
+        elif format is CompareFormat.html:
+            from analyzer.formats.compare_html import render_compare_html
+
+            text = render_compare_html(comparison)
         else:
             text = metrics_table.render_compare_plain(comparison)
         sys.stdout.write(text)

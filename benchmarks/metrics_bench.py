@@ -35,7 +35,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SGLANG_PYTHON = Path("/work/venvs/sglang/bin/python")
+# scripts/install-sglang.sh puts SGLang 0.5.23 (with polars, which its parser needs) here
+SGLANG_PYTHON = ROOT / ".sglang" / "venv" / "bin" / "python"
 TARGET_RATIO = 5.0
 TARGET_RSS_MB = 250.0
 

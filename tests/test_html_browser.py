@@ -207,3 +207,25 @@ def test_metrics_charts_draw_offline_in_both_themes(browser, tmp_path):
             )
         finally:
             context.close()
+
+
+def test_compare_page_draws_offline_without_script(browser, tmp_path):
+    from analyzer.compare import compare
+    from analyzer.formats.compare_html import render_compare_html
+    from analyzer.metrics import extract_paths
+
+    folder = Path(__file__).parent.parent / "fixtures/metrics"
+    logs = [str(folder / n) for n in ("sglang-0.5.23-eagle3.log", "sglang-0.5.23-no-spec.log")]
+    page_file = tmp_path / "compare.html"
+    page_file.write_text(render_compare_html(compare(extract_paths(logs))), "utf-8")
+    context, page, watch, url = _open(browser, page_file)
+    try:
+        assert page.locator("table.runs tr").count() == 3
+        assert page.locator("table.runs tr.best td").nth(1).inner_text().endswith("no-spec.log")
+        charts = page.locator("figure.chart svg")
+        assert charts.count() == 2 and charts.first.locator("polyline").count() == 2
+        assert page.locator("script").count() == 0
+        assert watch.requests == [url] and watch.errors == []
+        page.screenshot(path=str(ARTIFACTS / "compare.png"), full_page=True)
+    finally:
+        context.close()

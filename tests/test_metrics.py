@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import re
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -22,6 +23,7 @@ from hypothesis import strategies as st
 import analyzer.metrics as metrics
 from analyzer.cli import main
 from analyzer.compare import compare, spec_findings
+from analyzer.formats.compare_html import render_compare_html
 from analyzer.formats.metrics_table import (
     compare_dict,
     metrics_dict,
@@ -29,7 +31,7 @@ from analyzer.formats.metrics_table import (
     render_json,
     render_metrics_plain,
 )
-from analyzer.formats.svg_chart import line_chart, metrics_charts
+from analyzer.formats.svg_chart import comparison_charts, line_chart, metrics_charts
 from analyzer.metrics import DECODE, PREFILL, extract_paths, parse_batch
 from analyzer.redact import redact_comparison
 from analyzer.scan import split_prefix
@@ -38,6 +40,7 @@ from tests.fixture_cases import ROOT
 FIXTURES = Path("fixtures/metrics")
 EAGLE3 = str(FIXTURES / "sglang-0.5.23-eagle3.log")
 NO_SPEC = str(FIXTURES / "sglang-0.5.23-no-spec.log")
+FIXTURES_056 = str(FIXTURES / "sglang-0.5.6-eagle3-iterations.log")
 ALL = sorted(str(p.relative_to(ROOT)) for p in (ROOT / FIXTURES).glob("*.log"))
 
 
@@ -557,6 +560,36 @@ def test_compare_json_snapshot(snapshot):
     assert text == snapshot
 
 
+def test_compare_html_snapshot(snapshot):
+    from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
+
+    class HtmlSnapshot(SingleFileSnapshotExtension):
+        _write_mode = WriteMode.TEXT
+        file_extension = "html"
+
+    page = render_compare_html(compare(extract_paths(ALL)))
+    assert page.count("<svg") == 2 and "<script" not in page
+    assert page.count('<tr class="best">') == 1
+    assert "0.91x slower" in page and "spec_slowdown" in page
+    assert page == snapshot(extension_class=HtmlSnapshot)
+
+
+def test_compare_charts_give_each_run_one_colour():
+    runs = extract_paths([EAGLE3, NO_SPEC, FIXTURES_056])
+    throughput, accept = comparison_charts(runs, ["a", "b", "c"])
+    legend = re.compile(r'fill="(#[0-9a-f]{6})">&#9632; (\w)<')
+    assert legend.findall(throughput) == [("#2563eb", "a"), ("#dc2626", "b"), ("#16a34a", "c")]
+    assert legend.findall(accept) == [("#2563eb", "a"), ("#16a34a", "c")]  # b: no speculation
+
+
+def test_compare_html_escapes_and_redacts(tmp_path):
+    secret = "hf_" + "C" * 30
+    log = tmp_path / f"{secret}<i>.log"
+    log.write_bytes((ROOT / EAGLE3).read_bytes())
+    page = render_compare_html(redact_comparison(compare(extract_paths([str(log), NO_SPEC]))))
+    assert secret not in page and "<i>" not in page and "&lt;i&gt;" in page
+
+
 def test_metrics_summary_snapshot(snapshot):
     run = run_of(EAGLE3)
     assert render_metrics_plain([run], spec_findings(run)) == snapshot
@@ -642,6 +675,8 @@ def test_cli_json_and_compare(monkeypatch, capsys):
     assert code == 0 and json.loads(out)["comparison"]["best"] == NO_SPEC
     code, out, _ = cli(monkeypatch, capsys, "compare", EAGLE3, NO_SPEC)
     assert code == 0 and "0.91x slower" in out
+    code, out, _ = cli(monkeypatch, capsys, "compare", EAGLE3, NO_SPEC, "--format", "html")
+    assert code == 0 and out.startswith("<!DOCTYPE html>") and out.count("<svg") == 2
 
 
 def test_cli_bad_input_is_an_error_not_a_traceback(monkeypatch, capsys, tmp_path):

@@ -203,15 +203,15 @@ def render_compare_plain(comparison: Comparison) -> str:
         out.append("configuration: the same in every run")
     out.append("")
     out += _table(
-        _compare_header(comparison), [_compare_row(comparison, i) for i in range(len(runs))]
+        compare_header(comparison), [compare_row(comparison, i) for i in range(len(runs))]
     )
     out.append("")
-    out += _verdict_lines(comparison)
+    out += verdict_lines(comparison)
     out += _findings_lines(comparison.findings)
     return "\n".join(out) + "\n"
 
 
-def _compare_header(comparison: Comparison) -> list[str]:
+def compare_header(comparison: Comparison) -> list[str]:
     metrics = [
         "decode lines",
         "tok/s median",
@@ -226,7 +226,7 @@ def _compare_header(comparison: Comparison) -> list[str]:
     return ["run", *(CONFIG_LABELS[c] for c in comparison.columns), *metrics]
 
 
-def _compare_row(comparison: Comparison, index: int) -> list[str]:
+def compare_row(comparison: Comparison, index: int) -> list[str]:
     run = comparison.runs[index]
     decode, stat = run.decode, run.decode.gen_throughput
     ready = run.startup.time_to_ready_s
@@ -268,14 +268,19 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
         # Text left, numbers right: the first column and the configuration are text.
         parts = []
         for i, cell in enumerate(cells):
-            numeric = i > 0 and cell.replace(",", "").replace(".", "").replace("-", "").isdigit()
+            numeric = i > 0 and is_number(cell)
             parts.append(cell.rjust(widths[i]) if numeric else cell.ljust(widths[i]))
         return "  ".join(parts).rstrip()
 
     return [line(header), "  ".join("-" * w for w in widths), *(line(r) for r in rows)]
 
 
-def _verdict_lines(comparison: Comparison) -> list[str]:
+def is_number(cell: str) -> bool:
+    """A table cell that is a number (aligned right): 1,234 or 82.30 or 12."""
+    return cell.replace(",", "").replace(".", "").replace("-", "").isdigit()
+
+
+def verdict_lines(comparison: Comparison) -> list[str]:
     runs = comparison.runs
     if comparison.best is None:
         return ["best: none (no run logged decode throughput)"]

@@ -26,10 +26,12 @@ def line_chart(
     height: int = 220,
     x_format: Callable[[float], str] = lambda x: f"{x:g}",
     zero_based: bool = True,
+    colours: Sequence[str] | None = None,
 ) -> str:
     """An SVG of one or more named series of (x, y) points; a None y breaks the line.
 
-    `zero_based` starts the y axis at 0 (for rates, so a dip is not magnified).
+    `zero_based` starts the y axis at 0 (for rates, so a dip is not magnified);
+    `colours` (default: the palette in order) lets several charts give a run one colour.
     """
     values = [(x, y) for _, points in series for x, y in points if _finite(x) and _finite(y)]
     left, right, top, bottom = 56, 12, 28, 36
@@ -72,8 +74,9 @@ def line_chart(
             f'<text x="12" y="{top + plot_h / 2:.1f}" transform="rotate(-90 12 {top + plot_h / 2:.1f})"'
             f' text-anchor="middle">{escape(y_label)}</text>'
         )
+    legend_x = left + 8
     for index, (name, points) in enumerate(series):
-        colour = PALETTE[index % len(PALETTE)]
+        colour = colours[index] if colours else PALETTE[index % len(PALETTE)]
         for run in _runs(points):
             coords = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in run)
             if len(run) == 1:
@@ -83,10 +86,10 @@ def line_chart(
                 out.append(
                     f'<polyline points="{coords}" fill="none" stroke="{colour}" stroke-width="1.5"/>'
                 )
-        legend_x = left + 8 + index * 160
         out.append(
             f'<text x="{legend_x}" y="{height - 6}" fill="{colour}">&#9632; {escape(name)}</text>'
         )
+        legend_x += 24 + 7 * len(name)
     out.append("</svg>")
     return "".join(out)
 
@@ -119,33 +122,69 @@ def _runs(points: Sequence[Point]) -> list[list[tuple[float, float]]]:
     return [r for r in runs if r]
 
 
+def _elapsed(x: float) -> str:
+    return f"{x:.0f} s" if x < 600 else f"{x / 60:.0f} min"
+
+
+def _since_start(run: RunMetrics, value: str) -> list[Point]:
+    """(seconds since the run's first decode cell, value) for each chart cell."""
+    start = run.chart[0].time_ms if run.chart else 0.0
+    return [((p.time_ms - start) / 1000, getattr(p, value)) for p in run.chart]
+
+
+def comparison_charts(runs: Sequence[RunMetrics], names: Sequence[str]) -> list[str]:
+    """Every run's throughput on one chart, and the speculative runs' accept length on another,
+    each run's clock starting at its own first decode batch."""
+    charted = [
+        (name, run, PALETTE[index % len(PALETTE)])
+        for index, (name, run) in enumerate(zip(names, runs, strict=True))
+        if run.chart
+    ]
+    if not charted:
+        return []
+    charts = [
+        line_chart(
+            [(name, _since_start(run, "gen_throughput")) for name, run, _ in charted],
+            title="Decode throughput",
+            y_label="tok/s",
+            x_format=_elapsed,
+            colours=[colour for *_, colour in charted],
+        )
+    ]
+    accepting = [c for c in charted if any(p.accept_len is not None for p in c[1].chart)]
+    if accepting:
+        charts.append(
+            line_chart(
+                [(name, _since_start(run, "accept_len")) for name, run, _ in accepting],
+                title="Accept length",
+                y_label="tokens/step",
+                x_format=_elapsed,
+                zero_based=False,
+                colours=[colour for *_, colour in accepting],
+            )
+        )
+    return charts
+
+
 def metrics_charts(run: RunMetrics) -> list[str]:
     """Throughput and (for speculative runs) accept length over time, as SVG strings."""
     if not run.chart:
         return []
-    start = run.chart[0].time_ms
-
-    def seconds(point) -> float:
-        return (point.time_ms - start) / 1000
-
-    def elapsed(x: float) -> str:
-        return f"{x:.0f} s" if x < 600 else f"{x / 60:.0f} min"
-
     charts = [
         line_chart(
-            [("gen throughput", [(seconds(p), p.gen_throughput) for p in run.chart])],
+            [("gen throughput", _since_start(run, "gen_throughput"))],
             title=f"Decode throughput: {run.source}",
             y_label="tok/s",
-            x_format=elapsed,
+            x_format=_elapsed,
         )
     ]
     if any(p.accept_len is not None for p in run.chart):
         charts.append(
             line_chart(
-                [("accept length", [(seconds(p), p.accept_len) for p in run.chart])],
+                [("accept length", _since_start(run, "accept_len"))],
                 title=f"Accept length: {run.source}",
                 y_label="tokens/step",
-                x_format=elapsed,
+                x_format=_elapsed,
                 zero_based=False,
             )
         )
