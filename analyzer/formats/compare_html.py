@@ -9,13 +9,11 @@ autoescapes every value, the only unescaped text being the SVG that svg_chart dr
 
 from __future__ import annotations
 
-import functools
-
-import jinja2
 from markupsafe import Markup
 
 from analyzer import __version__
 from analyzer.compare import Comparison
+from analyzer.formats.html import template_environment
 from analyzer.formats.metrics_table import (
     CONFIG_LABELS,
     compare_header,
@@ -28,25 +26,13 @@ from analyzer.formats.svg_chart import comparison_charts
 from analyzer.model import SCHEMA_VERSION
 
 
-@functools.cache
-def _environment() -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.PackageLoader("analyzer", "templates"),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-    )
-
-
 def render_compare_html(comparison: Comparison) -> str:
     """The comparison page (same comparison, same bytes)."""
     names = [f"run {i}" for i in range(1, len(comparison.runs) + 1)]
     header = compare_header(comparison)
     rows = [compare_row(comparison, i) for i in range(len(comparison.runs))]
     return (
-        _environment()
+        template_environment()
         .get_template("compare.html.j2")
         .render(
             comparison=comparison,

@@ -194,7 +194,8 @@ def _wants_timeline(report: Report) -> bool:
 
 
 @functools.cache
-def _environment() -> jinja2.Environment:
+def template_environment() -> jinja2.Environment:
+    """The package's templates, autoescaped, strict about missing values."""
     return jinja2.Environment(
         loader=jinja2.PackageLoader("analyzer", "templates"),
         autoescape=True,
@@ -215,7 +216,7 @@ def _script(env: jinja2.Environment) -> tuple[str, str]:
 
 def render_html(report: Report) -> str:
     """The whole report as one HTML document (same report, same bytes)."""
-    env = _environment()
+    env = template_environment()
     script, script_hash = _script(env)
     views = [incident_view(i, inc) for i, inc in enumerate(report.incidents, start=1)]
     sources = [s.path for s in report.inputs]
