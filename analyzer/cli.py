@@ -18,10 +18,10 @@ from typing import Annotated
 
 import typer
 
-from analyzer.catalog import CatalogError
-from analyzer.output import OutputError, write_atomically
-from analyzer.read import InputError
-from analyzer.rulebook import RuleError
+from analyzer.sglang.catalog import CatalogError
+from analyzer.formats.output import OutputError, write_atomically
+from analyzer.core.read import InputError
+from analyzer.rulebook.vocabulary import RuleError
 
 SUBCOMMANDS = (
     "analyze", "rules", "catalog", "ci", "metrics", "compare", "run", "status", "verify",
@@ -135,7 +135,7 @@ def analyze(
         report = run(paths, options)
         _emit(report, format, output, paths)
         if html or markdown or junit:
-            from analyzer.ci import write_reports
+            from analyzer.formats.ci import write_reports
 
             targets = {"html": html, "markdown": markdown, "junit": junit}
             write_reports(report, targets, paths, "info")
@@ -169,7 +169,7 @@ def verify_launch(
     Exits 0 when SGLang accepts it, 1 when it (or, without SGLang, the flag catalog) rejects
     it, 2 when SGLang is missing or too slow and the catalog finds nothing wrong.
     """
-    from analyzer.verify import verify_command
+    from analyzer.sglang.verify import verify_command
 
     result = verify_command(command, python, timeout, catalog_version=sglang_version)
     typer.echo(result.describe())
@@ -188,7 +188,7 @@ def _command_text(command: str | None, command_file: Path | None) -> str | None:
 
 def _emit(report, format: Format, output: Path | None, inputs: list[str]) -> None:
     if format in SHARE_FORMATS:
-        from analyzer.ci import render_report
+        from analyzer.formats.ci import render_report
 
         _write(render_report(report, format.value, "info"), output, inputs)
         return
@@ -245,7 +245,7 @@ def ci(
     debug: DebugOption = False,
 ) -> None:
     """CI post-mortem: write reports, the step summary and annotations; exit 1 on failure."""
-    from analyzer.ci import CiRun, post_mortem
+    from analyzer.formats.ci import CiRun, post_mortem
     from analyzer.pipeline import Options
     from analyzer.pipeline import analyze as run
 
@@ -289,10 +289,10 @@ def metrics(
     debug: DebugOption = False,
 ) -> None:
     """Throughput, speculative acceptance and startup phases of each run."""
-    from analyzer.compare import spec_findings
+    from analyzer.metrics.compare import spec_findings
     from analyzer.formats import metrics_table
-    from analyzer.metrics import extract_paths, extract_with_series
-    from analyzer.redact import redact_incident, redact_run
+    from analyzer.metrics.extract import extract_paths, extract_with_series
+    from analyzer.engine.redact import redact_incident, redact_run
 
     with one_line_errors(debug):
         if series is None:
@@ -323,10 +323,10 @@ def compare_runs(
     debug: DebugOption = False,
 ) -> None:
     """Runs side by side: differing settings, metrics, the best run, speculation's speed-up."""
-    from analyzer.compare import compare
+    from analyzer.metrics.compare import compare
     from analyzer.formats import metrics_table
-    from analyzer.metrics import extract_paths
-    from analyzer.redact import redact_comparison
+    from analyzer.metrics.extract import extract_paths
+    from analyzer.engine.redact import redact_comparison
 
     with one_line_errors(debug):
         comparison = compare(extract_paths(paths, workers=workers))
@@ -349,8 +349,8 @@ def list_rules(
     rules: Annotated[list[str] | None, typer.Option("--rules", help="Extra rule folder.")] = None,
 ) -> None:
     """List every rule: id, class, severity, and what it detects."""
-    from analyzer.rulebook import load_rules
-    from analyzer.ruledocs import rules_markdown, rules_text
+    from analyzer.rulebook.vocabulary import load_rules
+    from analyzer.rulebook.docs import rules_markdown, rules_text
 
     try:
         loaded = load_rules(rules or [])
@@ -365,7 +365,7 @@ def catalog_build(
 ) -> None:
     """Build a flag catalog from the installed SGLang's own argument parser."""
     try:
-        from analyzer.catalog_build import write_catalog
+        from analyzer.sglang.catalog_build import write_catalog
     except ImportError as exc:
         raise fail(f"cannot build a catalog: {exc}") from None
     try:
@@ -381,13 +381,13 @@ def catalog_show(
     sglang_version: Annotated[str | None, typer.Option("--sglang-version")] = None,
 ) -> None:
     """How SGLang reads a flag: exact, alias, expanded prefix, ambiguous or unknown."""
-    from analyzer.catalog import load_catalog
+    from analyzer.sglang.catalog import load_catalog
 
     try:
         catalog = load_catalog(sglang_version)
     except CatalogError as exc:
         raise fail(str(exc)) from None
-    from analyzer.flag_history import shipped_history
+    from analyzer.sglang.flag_history import shipped_history
 
     resolution = catalog.resolve(flag)
     if resolution.spec is None:
@@ -408,7 +408,7 @@ def catalog_history(
     flag: Annotated[str, typer.Argument(help="A flag as typed, e.g. --cuda-graph-max-bs")],
 ) -> None:
     """How each shipped SGLang release reads a flag, oldest first."""
-    from analyzer.catalog import all_catalogs
+    from analyzer.sglang.catalog import all_catalogs
 
     for catalog in all_catalogs():
         resolution = catalog.resolve(flag)
@@ -449,7 +449,7 @@ def run_server(
     Exits with the server's code (128+N for signal N), 124 when not ready within
     --ready-timeout, 2 when pre-flight refuses the command or the log is taken.
     """
-    from analyzer.supervise import RunError, RunRequest, default_log_path, launch
+    from analyzer.run.supervise import RunError, RunRequest, default_log_path, launch
 
     request = RunRequest(
         list(ctx.args), log or default_log_path(), health_url, ready_timeout, stop_timeout,
@@ -474,7 +474,7 @@ def run_status(
     """
     import json as json_module
 
-    from analyzer.supervise import RunError, read_status, render_status, status_json
+    from analyzer.run.supervise import RunError, read_status, render_status, status_json
 
     try:
         view = read_status(target, sglang_version)

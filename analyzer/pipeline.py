@@ -9,14 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from analyzer import incident as incidents_stage
-from analyzer.catalog import FlagCatalog, all_catalogs, load_catalog
-from analyzer.command_checks import CHECK_RULES, check_command
-from analyzer.fix import choose_command, propose
-from analyzer.link import link
-from analyzer.literal_scan import LiteralFinder, finder_for, scan_chunks
-from analyzer.match import match_rules
-from analyzer.model import (
+from analyzer.engine import incident as incidents_stage
+from analyzer.sglang.catalog import FlagCatalog, all_catalogs, load_catalog
+from analyzer.rulebook.command_checks import CHECK_RULES, check_command
+from analyzer.engine.correct import choose_command, propose
+from analyzer.engine.link import link
+from analyzer.engine.literal_scan import LiteralFinder, finder_for, scan_chunks
+from analyzer.engine.match import match_rules
+from analyzer.core.model import (
     Attempt,
     Finding,
     Incident,
@@ -26,11 +26,11 @@ from analyzer.model import (
     ScannedLog,
     severity_rank,
 )
-from analyzer.read import TextInput, open_inputs
-from analyzer.redact import redact_report
-from analyzer.rulebook import Rule, all_triggers, load_rules
-from analyzer.scan import scan_lines
-from analyzer.sglang_version import choose_for_text, choose_version
+from analyzer.core.read import TextInput, open_inputs
+from analyzer.engine.redact import redact_report
+from analyzer.rulebook.vocabulary import Rule, all_triggers, load_rules
+from analyzer.engine.scan import scan_lines
+from analyzer.sglang.releases import choose_for_text, choose_version
 from analyzer.transcripts.attempts import build_session
 from analyzer.transcripts.detect import FORMAT_NAMES, detect_kind
 from analyzer.transcripts.diagnose import PRIORITIES as SESSION_PRIORITIES
@@ -39,7 +39,7 @@ from analyzer.transcripts.logview import scan_view
 from analyzer.transcripts.reading import read_transcript
 
 if TYPE_CHECKING:
-    from analyzer.metrics import RunMetrics
+    from analyzer.metrics.extract import RunMetrics
 
 
 @dataclass
@@ -132,7 +132,7 @@ def _with_catalog(context: _Context, summary: InputSummary, version: str, reason
 
 def _metrics(text_input: TextInput) -> list[RunMetrics]:
     """The log's decode metrics, when it has any; a second read, so files only (not stdin)."""
-    from analyzer.metrics import extract  # numpy: only when a format draws the metrics
+    from analyzer.metrics.extract import extract  # numpy: only when a format draws the metrics
 
     if text_input.file is None:
         return []
@@ -142,7 +142,7 @@ def _metrics(text_input: TextInput) -> list[RunMetrics]:
 
 def _verify(incidents: list[Incident], catalogs: dict[str, str | None]) -> None:
     """SGLang's own verdict on each corrected command (one run per distinct command)."""
-    from analyzer.verify import verify_command
+    from analyzer.sglang.verify import verify_command
 
     verdicts = {}
     for incident in incidents:
@@ -199,7 +199,7 @@ def analyze_log(
 
 
 def _command_incidents(log: ScannedLog, context: _Context) -> list[Incident]:
-    """Silent reinterpretations of the launch command (analyzer/command_checks.py)."""
+    """Silent reinterpretations of the launch command (analyzer/rulebook/command_checks.py)."""
     choice = choose_command(context.options.command, log.commands, log.server_args, context.catalog)
     if choice is None:
         return []

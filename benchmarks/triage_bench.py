@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from analyzer.rulebook import all_triggers, load_rules  # noqa: E402
+from analyzer.rulebook.vocabulary import all_triggers, load_rules  # noqa: E402
 from benchmarks.generate_log import parse_size, write_log  # noqa: E402
 
 LOGANALYZE = [sys.executable, "-m", "analyzer", "--format", "json"]

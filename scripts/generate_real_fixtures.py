@@ -78,7 +78,7 @@ REAL = ROOT / "fixtures" / "real"
 # The verify steps live in the analyzer (loganalyze verify); this script runs under SGLang's
 # Python, where the project is not installed, so import it from the checkout.
 sys.path.insert(0, str(ROOT))
-from analyzer.verify import VERIFY_MARKER, VERIFY_SNIPPET  # noqa: E402
+from analyzer.sglang.verify import VERIFY_MARKER, VERIFY_SNIPPET  # noqa: E402
 
 SGLANG_VERSION = "0.5.23"
 LAUNCH = "python -m sglang.launch_server"

@@ -1,8 +1,8 @@
 """Generate fixtures/versions/: real CPU runs of SGLang releases other than the newest.
 
 Which SGLang wrote a log decides which flags are wrong, so the analyzer picks a flag
-catalog per input (analyzer/sglang_version.py) and explains version mismatches from the
-flag history (analyzer/flag_history.py). These fixtures are the real thing to test that
+catalog per input (analyzer/sglang/releases.py) and explains version mismatches from the
+flag history (analyzer/sglang/flag_history.py). These fixtures are the real thing to test that
 on: the same launches run by each shipped release, installed by scripts/install-sglang.sh.
 
     bash scripts/install-sglang.sh
@@ -11,7 +11,7 @@ on: the same launches run by each shipped release, installed by scripts/install-
 Each run is `python -m sglang.launch_server <args>` with the release's folder first on
 PYTHONPATH (0.5.23 is the venv's own), cwd = repo root, the same clean environment and
 timeout as scripts/generate_real_fixtures.py. The corrected command of each case is
-verified by that same release (parsing, resolution, checks: analyzer/verify.py) before
+verified by that same release (parsing, resolution, checks: analyzer/sglang/verify.py) before
 `verified = true` is written. Sidecars hold what a correct analyzer must conclude,
 `catalog_version` included: the catalog it must pick from the log alone.
 """
@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 import generate_real_fixtures as real  # noqa: E402
 
-from analyzer.verify import verify_command  # noqa: E402
+from analyzer.sglang.verify import verify_command  # noqa: E402
 
 OUT = ROOT / "fixtures" / "versions"
 RELEASES = ROOT / os.environ.get("LOGANALYZE_SGLANG_HOME", ".sglang") / "releases"

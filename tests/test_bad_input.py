@@ -195,7 +195,7 @@ def test_output_file_is_written_atomically(tmp_path):
 
 def test_directory_with_an_unreadable_file_says_what_was_skipped(tmp_path, monkeypatch):
     # CI runs as root, where chmod cannot make a file unreadable: deny it at os.access.
-    from analyzer import read
+    from analyzer.core import read
     from analyzer.pipeline import analyze
 
     (tmp_path / "a.log").write_text(ARGPARSE_LOG)
@@ -210,7 +210,7 @@ def test_directory_with_an_unreadable_file_says_what_was_skipped(tmp_path, monke
 
 
 def test_file_truncated_while_being_read(tmp_path, monkeypatch):
-    from analyzer import read
+    from analyzer.core import read
     from analyzer.formats.json_report import render_json
     from analyzer.pipeline import analyze
 
@@ -259,8 +259,7 @@ def test_file_that_grows_while_being_read(tmp_path):
 
 @pytest.mark.parametrize("gzipped", [False, True])
 def test_reading_stops_at_the_size_the_file_had_when_opened(tmp_path, gzipped):
-    from analyzer import read
-
+    from analyzer.core import read
     log = tmp_path / ("run.log.gz" if gzipped else "run.log")
     first = b"[2026-01-01 10:00:00 TP0] Decode batch, token usage: 0.5\n" * 50000
     log.write_bytes(gzip.compress(first) if gzipped else first)

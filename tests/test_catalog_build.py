@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from analyzer import catalog_build
-
+from analyzer.sglang import catalog_build
 ROOT = Path(__file__).resolve().parent.parent
 CATALOG = ROOT / "analyzer" / "catalogs" / "sglang-0.5.23.json"
 OPTION_KEYS = {
@@ -116,7 +115,7 @@ def test_catalog_is_json_safe_and_stable(catalog: dict) -> None:
 
 
 def test_builder_imports_without_sglang() -> None:
-    code = "import sys, analyzer.catalog_build; print('sglang' in sys.modules)"
+    code = "import sys, analyzer.sglang.catalog_build; print('sglang' in sys.modules)"
     out = subprocess.run(
         [sys.executable, "-c", code],
         cwd=ROOT,
@@ -155,7 +154,7 @@ def test_rebuild_with_real_sglang_matches_committed(tmp_path: Path, catalog: dic
     env = {key: value for key, value in os.environ.items() if not key.startswith("SGLANG_")}
     env["PYTHONPATH"] = str(ROOT)
     subprocess.run(
-        [python, "-m", "analyzer.catalog_build", "-o", str(out)],
+        [python, "-m", "analyzer.sglang.catalog_build", "-o", str(out)],
         cwd=ROOT,
         env=env,
         check=True,

@@ -6,9 +6,9 @@ import shlex
 
 import pytest
 
-from analyzer.catalog import load_catalog
-from analyzer.command import parse_launch_command
-from analyzer.fix import reconstruct_command, validate
+from analyzer.sglang.catalog import load_catalog
+from analyzer.sglang.launch_command import parse_launch_command
+from analyzer.engine.correct import reconstruct_command, validate
 from analyzer.pipeline import Options, analyze
 
 CATALOG = load_catalog("0.5.23")

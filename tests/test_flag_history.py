@@ -1,4 +1,4 @@
-"""Flag history from the shipped catalogs (analyzer/flag_history.py)."""
+"""Flag history from the shipped catalogs (analyzer/sglang/flag_history.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from importlib import resources
 
 import pytest
 
-from analyzer.catalog import load_catalog, shipped_versions, version_key
-from analyzer.flag_history import shipped_history
+from analyzer.sglang.catalog import load_catalog, shipped_versions, version_key
+from analyzer.sglang.flag_history import shipped_history
 from analyzer.pipeline import Options, analyze
 from tests.fixture_cases import FIXTURES
 

@@ -13,17 +13,17 @@ import json
 import pytest
 import tomllib
 
-from analyzer.catalog import load_catalog
-from analyzer.command import parse_launch_command
-from analyzer.command_checks import CHECK_RULES, check_command
-from analyzer.fix import CommandChoice, propose, validate
-from analyzer.fixes import FIXES, FixContext
+from analyzer.sglang.catalog import load_catalog
+from analyzer.sglang.launch_command import parse_launch_command
+from analyzer.rulebook.command_checks import CHECK_RULES, check_command
+from analyzer.engine.correct import CommandChoice, propose, validate
+from analyzer.rulebook.fixes import FIXES, FixContext
 from analyzer.formats.json_report import render_json
-from analyzer.intent_fixes import attention_dp_plan, replace_deprecated
-from analyzer.model import InputSummary, Line, Match
+from analyzer.rulebook.intent_fixes import attention_dp_plan, replace_deprecated
+from analyzer.core.model import InputSummary, Line, Match
 from analyzer.pipeline import Options, analyze
-from analyzer.rulebook import load_rules
-from analyzer.scan import scan_lines
+from analyzer.rulebook.vocabulary import load_rules
+from analyzer.engine.scan import scan_lines
 from tests.fixture_cases import FIXTURES, fixture_cases
 
 CATALOG = load_catalog()
@@ -243,7 +243,7 @@ def test_bad_values_never_raise():
 
 
 def _finding(rule_id: str, body: str):
-    from analyzer.link import link
+    from analyzer.engine.link import link
 
     rule = RULES[rule_id]
     found = next(p.search(body) for p in rule.patterns if p.search(body))

@@ -20,9 +20,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import analyzer.metrics as metrics
+import analyzer.metrics.extract as metrics
 from analyzer.cli import main
-from analyzer.compare import compare, spec_findings
+from analyzer.metrics.compare import compare, spec_findings
 from analyzer.formats.compare_html import render_compare_html
 from analyzer.formats.metrics_table import (
     compare_dict,
@@ -32,9 +32,9 @@ from analyzer.formats.metrics_table import (
     render_metrics_plain,
 )
 from analyzer.formats.svg_chart import comparison_charts, line_chart, metrics_charts
-from analyzer.metrics import DECODE, PREFILL, extract_paths, parse_batch
-from analyzer.redact import redact_comparison
-from analyzer.scan import split_prefix
+from analyzer.metrics.extract import DECODE, PREFILL, extract_paths, parse_batch
+from analyzer.engine.redact import redact_comparison
+from analyzer.engine.scan import split_prefix
 from tests.fixture_cases import ROOT
 
 FIXTURES = Path("fixtures/metrics")
@@ -715,7 +715,7 @@ def test_metrics_charts_of_a_speculative_run():
 
 
 def test_graph_advice_names_the_flag_of_the_runs_release():
-    from analyzer.catalog import load_catalog
+    from analyzer.sglang.catalog import load_catalog
 
     assert metrics.graph_limit_flag({"cuda_graph_max_bs": 8}) == "--cuda-graph-max-bs"
     assert metrics.graph_limit_flag({"cuda_graph_max_bs_decode": 8}) == "--cuda-graph-max-bs-decode"

@@ -12,8 +12,8 @@ from tests.fixture_cases import ROOT
 
 PROBE = """
 import analyzer, json, sys
-from analyzer.rulebook import load_rules
-from analyzer.catalog import load_catalog
+from analyzer.rulebook.vocabulary import load_rules
+from analyzer.sglang.catalog import load_catalog
 print(json.dumps({"file": analyzer.__file__, "rules": len(load_rules()),
                   "catalog": load_catalog().version}))
 """

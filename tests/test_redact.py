@@ -7,7 +7,7 @@ import pytest
 from analyzer.formats.json_report import render_json
 from analyzer.formats.terminal import render_plain
 from analyzer.pipeline import Options, analyze
-from analyzer.redact import redact_text
+from analyzer.engine.redact import redact_text
 
 SECRETS = [
     "hf_AbCdEfGhIjKlMnOpQrStUvWx",

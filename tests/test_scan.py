@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from analyzer.model import InputSummary
-from analyzer.scan import parse_server_args, scan_lines, split_prefix
+from analyzer.core.model import InputSummary
+from analyzer.engine.scan import parse_server_args, scan_lines, split_prefix
 
 
 def scan(lines, triggers=("error",)):

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from analyzer import read
+from analyzer.core import read
 from analyzer.formats.json_report import render_json
 from analyzer.pipeline import Options, analyze
 from tests.fixture_cases import fixture_cases

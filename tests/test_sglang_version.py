@@ -1,4 +1,4 @@
-"""Which catalog judges an input (analyzer/sglang_version.py); real older-release runs are
+"""Which catalog judges an input (analyzer/sglang/releases.py); real older-release runs are
 in fixtures/versions/ and checked by the generic runner's `catalog_version`."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Verification of launch commands against real SGLang (analyzer/verify.py).
+"""Verification of launch commands against real SGLang (analyzer/sglang/verify.py).
 
 Without SGLang: the project venv has no sglang, so its Python gives "unavailable" with a clear
 message. Tests marked `sglang` run only when LOGANALYZE_SGLANG_PYTHON names a Python with SGLang
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.verify import sglang_argv, sglang_message, verify_command
+from analyzer.sglang.verify import sglang_argv, sglang_message, verify_command
 
 try:
     import tomllib

@@ -1,1 +1,1 @@
-"""Generated SGLang flag catalogs (JSON), one per release; see analyzer/catalog_build.py."""
+"""Generated SGLang flag catalogs (JSON), one per release; see analyzer/sglang/catalog_build.py."""

@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 
 from analyzer.formats.report_text import printable
-from analyzer.model import Incident, Report
+from analyzer.core.model import Incident, Report
 
 MAX_ANNOTATIONS = 10
 LEVELS = {"fatal": "error", "error": "error", "warning": "warning"}

@@ -28,7 +28,7 @@ from analyzer.formats.report_text import (
     shows_tail,
     worst_severity,
 )
-from analyzer.model import SCHEMA_VERSION, Incident, Line, Report
+from analyzer.core.model import SCHEMA_VERSION, Incident, Line, Report
 
 MAX_LINE_CHARS = 2000
 

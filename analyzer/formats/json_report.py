@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from analyzer.model import SCHEMA_VERSION, Attempt, Incident, Line, Report
+from analyzer.core.model import SCHEMA_VERSION, Attempt, Incident, Line, Report
 
 
 def report_dict(report: Report) -> dict[str, Any]:

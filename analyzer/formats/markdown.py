@@ -21,7 +21,7 @@ from analyzer.formats.report_text import (
     shows_tail,
     worst_severity,
 )
-from analyzer.model import Incident, Line, Report
+from analyzer.core.model import Incident, Line, Report
 
 MARKDOWN_LIMIT = 1_000_000  # bytes; GitHub's step-summary limit is 1 MiB
 MAX_TABLE_ROWS = 200

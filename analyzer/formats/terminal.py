@@ -10,7 +10,7 @@ import difflib
 
 import regex
 
-from analyzer.model import Incident, Line, Report
+from analyzer.core.model import Incident, Line, Report
 
 CONTROL = regex.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 MAX_SHOWN = 400

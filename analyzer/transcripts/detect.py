@@ -17,7 +17,7 @@ from pathlib import Path
 
 import regex
 
-from analyzer.read import TextInput
+from analyzer.core.read import TextInput
 from analyzer.transcripts.terminal_text import SCRIPT_HEADER, prompt_command, visible
 
 OPENCODE, CLAUDE, CODEX, TEXT = (

@@ -13,8 +13,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from analyzer.model import InputSummary, ScannedLog, UsageDump
-from analyzer.scan import ARGPARSE_ERROR, Scanner, split_prefix
+from analyzer.core.model import InputSummary, ScannedLog, UsageDump
+from analyzer.engine.scan import ARGPARSE_ERROR, Scanner, split_prefix
 from analyzer.transcripts.attempts import LogView
 
 SGLANG_PROGRAMS = ("sglang", "launch_server")

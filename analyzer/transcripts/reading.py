@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import closing
 
-from analyzer.read import TextInput
+from analyzer.core.read import TextInput
 from analyzer.transcripts import detect
 from analyzer.transcripts.claude import read_claude
 from analyzer.transcripts.codex import read_codex

@@ -8,7 +8,7 @@ its own, as the remote or inner shell will read it. It also records what a shell
 do that the author did not mean: a quote that never closes, or words left outside a
 `bash -c` string (they become $0, $1, ... and are silently ignored).
 
-analyzer/command.py models one launch for byte-exact edits; this module only needs the
+analyzer/sglang/launch_command.py models one launch for byte-exact edits; this module only needs the
 structure of whole session commands, heredocs included, which that lexer does not read.
 """
 
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import regex
 
-from analyzer.command import expansion_end
+from analyzer.sglang.launch_command import expansion_end
 
 WORD_END = frozenset(" \t\r\n;&|<>()")
 OPERATOR = regex.compile(

@@ -16,7 +16,7 @@ from typing import IO
 
 import regex
 
-from analyzer.scan import ANSI
+from analyzer.engine.scan import ANSI
 from analyzer.transcripts.model import ShellCall, Transcript
 
 PROMPT = regex.compile(

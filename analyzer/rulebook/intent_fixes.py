@@ -1,9 +1,9 @@
 """Fixes for silent misconfigurations: commands that say what SGLang really runs.
 
 The rules for SGLang's adjustment, deprecation and "has no effect" warnings name these with
-`fix = "..."`; the launch-command checks (analyzer/command_checks.py) carry their edits in
-the Finding and use `apply_check_edits`. Same contract as analyzer/fixes.py: each function
-gets the Finding and a FixContext and only proposes; analyzer/fix.py applies and validates.
+`fix = "..."`; the launch-command checks (analyzer/rulebook/command_checks.py) carry their edits in
+the Finding and use `apply_check_edits`. Same contract as analyzer/rulebook/fixes.py: each function
+gets the Finding and a FixContext and only proposes; analyzer/engine/correct.py applies and validates.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from collections.abc import Callable
 
 import regex
 
-from analyzer.fixes import FIXES as REGISTRY
-from analyzer.fixes import FixContext, FixPlan
-from analyzer.model import Edit, Finding
+from analyzer.rulebook.fixes import FIXES as REGISTRY
+from analyzer.rulebook.fixes import FixContext, FixPlan
+from analyzer.core.model import Edit, Finding
 
 BRACES = regex.compile(r"^(?P<pre>[^{]*)\{(?P<alts>[^}]+)\}(?P<post>[^=\s]*)(?:=(?P<value>\S+))?$")
 PLACEHOLDER = regex.compile(r"^(?P<flag>--[\w-]+)\s+<[\w-]+>$")

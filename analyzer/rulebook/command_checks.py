@@ -25,13 +25,13 @@ from typing import Any
 
 import regex
 
-from analyzer.catalog import FlagCatalog
-from analyzer.command import Argument, LaunchCommand, find_launch_command
-from analyzer.fix import reconstruct_command
-from analyzer.fixes import FixContext, late_choices
-from analyzer.intent_fixes import attention_dp_plan, resolved_value, typed_value
-from analyzer.model import Edit, Finding, Line, Match, ScannedLog
-from analyzer.rulebook import Rule, RuleDoc
+from analyzer.sglang.catalog import FlagCatalog
+from analyzer.sglang.launch_command import Argument, LaunchCommand, find_launch_command
+from analyzer.engine.correct import reconstruct_command
+from analyzer.rulebook.fixes import FixContext, late_choices
+from analyzer.rulebook.intent_fixes import attention_dp_plan, resolved_value, typed_value
+from analyzer.core.model import Edit, Finding, Line, Match, ScannedLog
+from analyzer.rulebook.vocabulary import Rule, RuleDoc
 
 # Below every shipped rule (the lowest, empty-log, is 5): warnings follow the fatal causes.
 PRIORITY = 2
@@ -65,7 +65,7 @@ def _rule(rule_id: str, rule_class: str, title: str, detects: str, why: str, fix
         severity="warning",
         scope="log",
         doc=RuleDoc(detects, why, fix),
-        path="analyzer/command_checks.py",
+        path="analyzer/rulebook/command_checks.py",
         fix=FIX,
         priority=PRIORITY,
     )

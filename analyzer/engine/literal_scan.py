@@ -15,9 +15,9 @@ from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from analyzer.model import InputSummary, Line, ScannedLog
-from analyzer.read import MAX_LINE_BYTES, TextInput
-from analyzer.scan import (
+from analyzer.core.model import InputSummary, Line, ScannedLog
+from analyzer.core.read import MAX_LINE_BYTES, TextInput
+from analyzer.engine.scan import (
     CONTEXT_LINES,
     SCANNER_LITERALS,
     TAIL_LINES,

@@ -31,9 +31,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
-from analyzer.model import Report
-from analyzer.redact import redact_text
-from analyzer.scan import READY_MARKER
+from analyzer.core.model import Report
+from analyzer.engine.redact import redact_text
+from analyzer.engine.scan import READY_MARKER
 
 STATE_SUFFIX = ".run.json"
 STATE_SCHEMA = 1
@@ -699,8 +699,8 @@ def launch(request: RunRequest, force: bool, preflight: bool, colour: bool) -> i
 
 def _preflight_passes(request: RunRequest) -> bool:
     """Run the pre-flight; print its findings (the refusal on stdout: it is the report)."""
-    from analyzer.catalog import load_catalog
-    from analyzer.preflight import render_preflight, run_preflight
+    from analyzer.sglang.catalog import load_catalog
+    from analyzer.run.preflight import render_preflight, run_preflight
 
     result = run_preflight(request.argv, request.log, load_catalog(request.sglang_version))
     if result.refused:
@@ -720,7 +720,7 @@ def _preflight_passes(request: RunRequest) -> bool:
 
 def start_detached(request: RunRequest) -> RunState:
     """Start a background supervisor (its own session) and wait until the server is started."""
-    args = [sys.executable, "-m", "analyzer.supervise", "--log", str(request.log)]
+    args = [sys.executable, "-m", "analyzer.run.supervise", "--log", str(request.log)]
     args += ["--stop-timeout", str(request.stop_timeout)]
     if request.health_url:
         args += ["--health-url", request.health_url]
@@ -761,8 +761,8 @@ def _started_state(path: Path) -> RunState | None:
 
 
 def background_main(argv: list[str] | None = None) -> int:
-    """The detached supervisor: `python -m analyzer.supervise --log L [...] -- COMMAND`."""
-    parser = argparse.ArgumentParser(prog="analyzer.supervise")
+    """The detached supervisor: `python -m analyzer.run.supervise --log L [...] -- COMMAND`."""
+    parser = argparse.ArgumentParser(prog="analyzer.run.supervise")
     parser.add_argument("--log", required=True, type=Path)
     parser.add_argument("--health-url")
     parser.add_argument("--ready-timeout", type=float)

@@ -19,7 +19,7 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from analyzer.model import Edit
+from analyzer.core.model import Edit
 
 TakesValue = Callable[[str], bool | None]
 Canonical = Callable[[str], str | None]

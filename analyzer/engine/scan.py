@@ -16,8 +16,8 @@ from typing import Any
 
 import regex
 
-from analyzer.command import find_launch_command
-from analyzer.model import Frame, InputSummary, Line, ScannedLog, Traceback, UsageDump
+from analyzer.sglang.launch_command import find_launch_command
+from analyzer.core.model import Frame, InputSummary, Line, ScannedLog, Traceback, UsageDump
 
 ANSI = regex.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 SGLANG_PREFIX = regex.compile(
@@ -69,7 +69,7 @@ PIP_SHOW_VERSION = regex.compile(r"^Version: (?P<version>\d+\.\d+\.\d+(?:\.post\
 MAX_STATED_VERSIONS = 20
 
 # Every literal whose presence makes the Scanner do anything with a line beyond keeping
-# it as context. The fast path (analyzer/literal_scan.py) feeds the Scanner only lines
+# it as context. The fast path (analyzer/engine/literal_scan.py) feeds the Scanner only lines
 # holding one of these (plus a rule trigger) and the lines around them, so a check on
 # a line that is not gated by one of these literals would break their equivalence.
 SCANNER_LITERALS = (

@@ -26,8 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from analyzer.command import Argument, parse_launch_command
-from analyzer.model import Verification
+from analyzer.sglang.launch_command import Argument, parse_launch_command
+from analyzer.core.model import Verification
 
 VERIFY_MARKER = "LOGANALYZE-VERIFY-OK"
 VERSION_MARKER = "LOGANALYZE-SGLANG-VERSION "
@@ -163,8 +163,8 @@ def _ask_sglang(
 
 def catalog_check(command_text: str, version: str | None = None) -> str:
     """The fallback verdict: what the shipped flag catalog finds wrong, in one line."""
-    from analyzer.catalog import CatalogError, load_catalog
-    from analyzer.fix import validate
+    from analyzer.sglang.catalog import CatalogError, load_catalog
+    from analyzer.engine.correct import validate
 
     try:
         catalog = load_catalog(version)
@@ -224,7 +224,7 @@ def _stand_in(scratch: Path, flag: str, algorithm: str) -> Path:
 
 def _takes_value():
     """The catalog's idea of which flags take a value, or None to let the lexer guess."""
-    from analyzer.catalog import CatalogError, load_catalog
+    from analyzer.sglang.catalog import CatalogError, load_catalog
 
     try:
         return load_catalog().takes_value
@@ -234,7 +234,7 @@ def _takes_value():
 
 def _canonical():
     """Typed flag -> its long name per the catalog (aliases and prefixes), else itself."""
-    from analyzer.catalog import CatalogError, load_catalog
+    from analyzer.sglang.catalog import CatalogError, load_catalog
 
     try:
         catalog = load_catalog()

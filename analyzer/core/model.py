@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from analyzer.metrics import RunMetrics
+    from analyzer.metrics.extract import RunMetrics
 
 SCHEMA_VERSION = 1
 
@@ -105,7 +105,7 @@ class InputSummary:
     kind: str = "sglang_log"
     lines: int = 0
     notes: list[str] = field(default_factory=list)
-    # the flag catalog the input was analyzed with, and why that one (analyzer/sglang_version.py)
+    # the flag catalog the input was analyzed with, and why that one (analyzer/sglang/releases.py)
     catalog_version: str | None = None
     catalog_reason: str | None = None
 

@@ -6,7 +6,7 @@ table (a test keeps the README in step).
 
 from __future__ import annotations
 
-from analyzer.rulebook import Rule
+from analyzer.rulebook.vocabulary import Rule
 
 TABLE_START = "<!-- rules-table:start -->"
 TABLE_END = "<!-- rules-table:end -->"

@@ -1,6 +1,6 @@
 """SGLang's flag catalog: what the server's argument parser really accepts.
 
-The catalog is generated from SGLang's own parser (see analyzer/catalog_build.py)
+The catalog is generated from SGLang's own parser (see analyzer/sglang/catalog_build.py)
 and shipped as JSON, so every flag that advice names is one that exists. The
 lookups here mirror argparse: aliases share one option, and unambiguous
 prefixes of a long option are silently expanded.

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import regex
 
-from analyzer.model import (
+from analyzer.core.model import (
     Attempt,
     Edit,
     FlagChange,
@@ -23,8 +23,8 @@ from analyzer.model import (
 )
 
 if TYPE_CHECKING:
-    from analyzer.compare import Comparison
-    from analyzer.metrics import RunMetrics
+    from analyzer.metrics.compare import Comparison
+    from analyzer.metrics.extract import RunMetrics
 
 MASK = "***"
 # Each pattern keeps group `keep` and masks group `secret`; no look-behinds, so a

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
-from analyzer.catalog import FlagCatalog, FlagSpec, all_catalogs, version_key
+from analyzer.sglang.catalog import FlagCatalog, FlagSpec, all_catalogs, version_key
 
 KNOWN = ("exact", "alias")
 

@@ -4,7 +4,7 @@ The costly failures are the slow ones: a flag typo that SGLang rejects only afte
 an incomplete speculative setting found in argument resolution, a model path that does not
 exist, GPUs that other processes already fill. Each check here predicts one of them in well
 under a second. Flag problems are phrased as SGLang's argparse would report them and go
-through the same fixes (analyzer/fixes.py) as a post-mortem of the real error, so the
+through the same fixes (analyzer/rulebook/fixes.py) as a post-mortem of the real error, so the
 corrected command offered here is the one `loganalyze LOG` would offer after the crash.
 """
 
@@ -20,13 +20,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from analyzer.catalog import FlagCatalog, FlagSpec
-from analyzer.command import LaunchCommand, parse_launch_command
-from analyzer.fix import validate
-from analyzer.fixes import FIXES, FixContext, FixPlan, late_choices
+from analyzer.sglang.catalog import FlagCatalog, FlagSpec
+from analyzer.sglang.launch_command import LaunchCommand, parse_launch_command
+from analyzer.engine.correct import validate
+from analyzer.rulebook.fixes import FIXES, FixContext, FixPlan, late_choices
 from analyzer.formats.terminal import CONTROL
-from analyzer.model import Edit, Finding, Line, Match
-from analyzer.redact import redact_text
+from analyzer.core.model import Edit, Finding, Line, Match
+from analyzer.engine.redact import redact_text
 
 EAGLE_FAMILY = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE")
 PATH_FLAGS = ("--model-path", "--speculative-draft-model-path", "--tokenizer-path")
@@ -403,9 +403,9 @@ def _fraction(command: LaunchCommand | None, catalog: FlagCatalog) -> float | No
 
 
 def _command_checks(command: LaunchCommand, catalog: FlagCatalog) -> list[Problem]:
-    """Warnings from analyzer/command_checks.py, where that module exists."""
+    """Warnings from analyzer/rulebook/command_checks.py, where that module exists."""
     try:
-        module = importlib.import_module("analyzer.command_checks")
+        module = importlib.import_module("analyzer.rulebook.command_checks")
     except ImportError:
         return []
     check = getattr(module, "check_command", None)

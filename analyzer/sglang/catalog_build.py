@@ -10,8 +10,8 @@ spellings come out exactly as the installed version registers them.
 SGLang is imported only inside `build_catalog`, so `analyzer` imports without it.
 Run it with the Python of an environment that has SGLang, e.g.
 
-    .sglang/venv/bin/python -m analyzer.catalog_build -o analyzer/catalogs/sglang-0.5.23.json
-    PYTHONPATH=.sglang/releases/0.5.13:. .sglang/venv/bin/python -m analyzer.catalog_build \
+    .sglang/venv/bin/python -m analyzer.sglang.catalog_build -o analyzer/catalogs/sglang-0.5.23.json
+    PYTHONPATH=.sglang/releases/0.5.13:. .sglang/venv/bin/python -m analyzer.sglang.catalog_build \
         -o analyzer/catalogs/sglang-0.5.13.json       # an older release (install-sglang.sh)
 """
 
@@ -42,7 +42,7 @@ PROG = "sglang serve"
 
 # The files whose frames show up in startup tracebacks. Their function line ranges are
 # each release's fingerprint: a frame `server_args.py, line 3021, in __post_init__`
-# names the releases where __post_init__ spans line 3021 (analyzer/sglang_version.py).
+# names the releases where __post_init__ spans line 3021 (analyzer/sglang/releases.py).
 FINGERPRINT_FILES = (
     "launch_server.py",
     "srt/server_args.py",
@@ -129,7 +129,7 @@ def write_catalog(path: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`loganalyze catalog build -o FILE` (also `python -m analyzer.catalog_build`)."""
+    """`loganalyze catalog build -o FILE` (also `python -m analyzer.sglang.catalog_build`)."""
     cli = argparse.ArgumentParser(
         prog="loganalyze catalog build",
         description="Write the SGLang flag catalog from the installed SGLang.",

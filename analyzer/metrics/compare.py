@@ -1,6 +1,6 @@
 """Runs side by side: which configuration is fastest, and does speculation pay off?
 
-Takes RunMetrics (analyzer.metrics) and returns a Comparison: the configuration keys
+Takes RunMetrics (analyzer.metrics.extract) and returns a Comparison: the configuration keys
 that differ, the best run, each speculative run's speed-up against a run without
 speculation, and `spec_slowdown` findings as Incidents, so they render like any other.
 
@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from analyzer.metrics import CONFIG_KEYS, RunMetrics
-from analyzer.model import Incident
+from analyzer.metrics.extract import CONFIG_KEYS, RunMetrics
+from analyzer.core.model import Incident
 
 RULE_CLASS = "spec_slowdown"
 RULE_ID = "spec-slowdown"

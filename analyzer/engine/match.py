@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from analyzer import rulelogic
-from analyzer.model import Line, Match, ScannedLog, Traceback
-from analyzer.rulebook import Rule
+from analyzer.rulebook import logic as rulelogic
+from analyzer.core.model import Line, Match, ScannedLog, Traceback
+from analyzer.rulebook.vocabulary import Rule
 
 PATTERN_TIMEOUT = 1.0
 

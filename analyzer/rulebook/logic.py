@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import regex
 
-from analyzer.model import Match, ScannedLog
+from analyzer.core.model import Match, ScannedLog
 
 SHAPE_PAIR = regex.compile(
     r"\((?P<a_rows>\d+)x(?P<a_cols>\d+) and (?P<b_rows>\d+)x(?P<b_cols>\d+)\)"

@@ -8,7 +8,7 @@ shows a traceback, so the user always sees the last error.
 
 from __future__ import annotations
 
-from analyzer.model import (
+from analyzer.core.model import (
     Incident,
     InputSummary,
     Line,

@@ -29,7 +29,7 @@ from typing import Any
 
 import regex
 
-from analyzer.model import SEVERITIES
+from analyzer.core.model import SEVERITIES
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -206,12 +206,13 @@ def _check_group(rule: Rule) -> None:
 
 
 def _check_functions(rule: Rule) -> None:
-    from analyzer import fixes, rulelogic
+    from analyzer.rulebook import fixes
+    from analyzer.rulebook import logic as rulelogic
 
     if rule.logic and rule.logic not in rulelogic.LOGIC:
-        raise ValueError(f"logic {rule.logic!r} is not a function in analyzer/rulelogic.py")
+        raise ValueError(f"logic {rule.logic!r} is not a function in analyzer/rulebook/logic.py")
     if rule.fix and rule.fix not in fixes.FIXES:
-        raise ValueError(f"fix {rule.fix!r} is not a function in analyzer/fixes.py")
+        raise ValueError(f"fix {rule.fix!r} is not a function in analyzer/rulebook/fixes.py")
 
 
 def _check_choice(key: str, value: Any, allowed: tuple[str, ...]) -> None:

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import TextIO
 
 from analyzer.formats.report_text import at_least
-from analyzer.model import Report
-from analyzer.output import write_atomically
+from analyzer.core.model import Report
+from analyzer.formats.output import write_atomically
 
 EXIT_CLEAN = 0
 EXIT_FAILED = 1

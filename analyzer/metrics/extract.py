@@ -3,7 +3,7 @@
 A server that does not crash can still miss its purpose (EAGLE-3 slower than no
 speculation); the numbers to tell are already in the log. This module reads them in
 one streaming pass over the bytes, in 4 MiB blocks, and returns plain dataclasses
-(`RunMetrics`) for `analyzer.compare` and the renderers.
+(`RunMetrics`) for `analyzer.metrics.compare` and the renderers.
 
 Why it looks the way it does: a busy server writes millions of `Decode batch` lines,
 and a regex with a dozen groups costs more per line than the whole budget. So a block's
@@ -40,9 +40,9 @@ from typing import Any
 
 import numpy as np
 
-from analyzer.model import Line
-from analyzer.read import GZIP_MAGIC, TextInput, open_inputs
-from analyzer.scan import parse_server_args, split_prefix
+from analyzer.core.model import Line
+from analyzer.core.read import GZIP_MAGIC, TextInput, open_inputs
+from analyzer.engine.scan import parse_server_args, split_prefix
 
 BLOCK_BYTES = 4 << 20  # measured: 4 MiB beats 8 (cache) and keeps RSS down
 MAX_CARRY_BYTES = 64 << 20
@@ -1229,7 +1229,7 @@ def graph_limit_flag(server_args: dict[str, Any] | None) -> str:
     from (0.5.23 split `--cuda-graph-max-bs` into -decode and -prefill); without that
     record, the newest shipped catalog's spelling.
     """
-    from analyzer.catalog import load_catalog
+    from analyzer.sglang.catalog import load_catalog
 
     for dest in GRAPH_LIMIT_DESTS:
         if server_args and dest in server_args:
@@ -1400,7 +1400,7 @@ def extract_with_series(
     Parquet (pyarrow, optional) is written from one in-memory DataFrame. The file is
     written beside the target and renamed over it, never over an input.
     """
-    from analyzer.output import OutputError
+    from analyzer.formats.output import OutputError
 
     target = _series_target(path, paths)
     temp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
@@ -1443,7 +1443,7 @@ class _CsvSink:
 
 
 def _series_target(path: Path, inputs: list[str]) -> Path:
-    from analyzer.output import OutputError
+    from analyzer.formats.output import OutputError
 
     suffix = path.suffix.lower()
     if suffix not in SERIES_SUFFIXES:

@@ -2,7 +2,7 @@
 
 Each function gets the Finding and a FixContext (the parsed command, the flag
 catalog, the effective settings) and returns a FixPlan: minimal edits plus notes
-for the advice. Functions only propose; analyzer/fix.py applies and validates.
+for the advice. Functions only propose; analyzer/engine/correct.py applies and validates.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from typing import Any
 
 import regex
 
-from analyzer.catalog import FlagCatalog
-from analyzer.command import LaunchCommand
-from analyzer.flag_history import shipped_history
-from analyzer.model import Edit, Finding
+from analyzer.sglang.catalog import FlagCatalog
+from analyzer.sglang.launch_command import LaunchCommand
+from analyzer.sglang.flag_history import shipped_history
+from analyzer.core.model import Edit, Finding
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -499,4 +499,4 @@ FIXES: dict[str, Callable[[Finding, FixContext], FixPlan]] = {
 }
 
 # The silent-misconfiguration fixes register themselves into FIXES (see intent_fixes.py).
-from analyzer import intent_fixes  # noqa: E402, F401
+from analyzer.rulebook import intent_fixes  # noqa: E402, F401
