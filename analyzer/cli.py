@@ -18,10 +18,10 @@ from typing import Annotated
 
 import typer
 
-from analyzer.sglang.catalog import CatalogError
-from analyzer.formats.output import OutputError, write_atomically
 from analyzer.core.read import InputError
+from analyzer.formats.output import OutputError, write_atomically
 from analyzer.rulebook.vocabulary import RuleError
+from analyzer.sglang.catalog import CatalogError
 
 SUBCOMMANDS = (
     "analyze", "rules", "catalog", "ci", "metrics", "compare", "run", "status", "verify",
@@ -289,10 +289,10 @@ def metrics(
     debug: DebugOption = False,
 ) -> None:
     """Throughput, speculative acceptance and startup phases of each run."""
-    from analyzer.metrics.compare import spec_findings
-    from analyzer.formats import metrics_table
-    from analyzer.metrics.extract import extract_paths, extract_with_series
     from analyzer.engine.redact import redact_incident, redact_run
+    from analyzer.formats import metrics_table
+    from analyzer.metrics.compare import spec_findings
+    from analyzer.metrics.extract import extract_paths, extract_with_series
 
     with one_line_errors(debug):
         if series is None:
@@ -323,10 +323,10 @@ def compare_runs(
     debug: DebugOption = False,
 ) -> None:
     """Runs side by side: differing settings, metrics, the best run, speculation's speed-up."""
-    from analyzer.metrics.compare import compare
-    from analyzer.formats import metrics_table
-    from analyzer.metrics.extract import extract_paths
     from analyzer.engine.redact import redact_comparison
+    from analyzer.formats import metrics_table
+    from analyzer.metrics.compare import compare
+    from analyzer.metrics.extract import extract_paths
 
     with one_line_errors(debug):
         comparison = compare(extract_paths(paths, workers=workers))
@@ -349,8 +349,8 @@ def list_rules(
     rules: Annotated[list[str] | None, typer.Option("--rules", help="Extra rule folder.")] = None,
 ) -> None:
     """List every rule: id, class, severity, and what it detects."""
-    from analyzer.rulebook.vocabulary import load_rules
     from analyzer.rulebook.docs import rules_markdown, rules_text
+    from analyzer.rulebook.vocabulary import load_rules
 
     try:
         loaded = load_rules(rules or [])

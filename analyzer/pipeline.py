@@ -9,13 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from analyzer.engine import incident as incidents_stage
-from analyzer.sglang.catalog import FlagCatalog, all_catalogs, load_catalog
-from analyzer.rulebook.command_checks import CHECK_RULES, check_command
-from analyzer.engine.correct import choose_command, propose
-from analyzer.engine.link import link
-from analyzer.engine.literal_scan import LiteralFinder, finder_for, scan_chunks
-from analyzer.engine.match import match_rules
 from analyzer.core.model import (
     Attempt,
     Finding,
@@ -27,9 +20,16 @@ from analyzer.core.model import (
     severity_rank,
 )
 from analyzer.core.read import TextInput, open_inputs
+from analyzer.engine import incident as incidents_stage
+from analyzer.engine.correct import choose_command, propose
+from analyzer.engine.link import link
+from analyzer.engine.literal_scan import LiteralFinder, finder_for, scan_chunks
+from analyzer.engine.match import match_rules
 from analyzer.engine.redact import redact_report
-from analyzer.rulebook.vocabulary import Rule, all_triggers, load_rules
 from analyzer.engine.scan import scan_lines
+from analyzer.rulebook.command_checks import CHECK_RULES, check_command
+from analyzer.rulebook.vocabulary import Rule, all_triggers, load_rules
+from analyzer.sglang.catalog import FlagCatalog, all_catalogs, load_catalog
 from analyzer.sglang.releases import choose_for_text, choose_version
 from analyzer.transcripts.attempts import build_session
 from analyzer.transcripts.detect import FORMAT_NAMES, detect_kind

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from analyzer.sglang.catalog import CatalogError, load_catalog, shipped_versions
 from analyzer.rulebook.fixes import foreign_flags, replacement_for
+from analyzer.sglang.catalog import CatalogError, load_catalog, shipped_versions
 
 CATALOG = load_catalog("0.5.23")
 

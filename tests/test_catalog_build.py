@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from analyzer.sglang import catalog_build
+
 ROOT = Path(__file__).resolve().parent.parent
 CATALOG = ROOT / "analyzer" / "catalogs" / "sglang-0.5.23.json"
 OPTION_KEYS = {

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from analyzer.core.model import Edit
 from analyzer.sglang.launch_command import (
     Argument,
     LaunchCommand,
     find_launch_command,
     parse_launch_command,
 )
-from analyzer.core.model import Edit
 
 KIMI = (
     "python -m sglang.launch_server --model-path /models/Kimi-K2.5 --tp-size 8 "

@@ -6,10 +6,10 @@ import shlex
 
 import pytest
 
-from analyzer.sglang.catalog import load_catalog
-from analyzer.sglang.launch_command import parse_launch_command
 from analyzer.engine.correct import reconstruct_command, validate
 from analyzer.pipeline import Options, analyze
+from analyzer.sglang.catalog import load_catalog
+from analyzer.sglang.launch_command import parse_launch_command
 
 CATALOG = load_catalog("0.5.23")
 USAGE = "usage: sglang serve [-h] --model-path MODEL_PATH\n"

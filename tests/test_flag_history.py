@@ -8,9 +8,9 @@ from importlib import resources
 
 import pytest
 
+from analyzer.pipeline import Options, analyze
 from analyzer.sglang.catalog import load_catalog, shipped_versions, version_key
 from analyzer.sglang.flag_history import shipped_history
-from analyzer.pipeline import Options, analyze
 from tests.fixture_cases import FIXTURES
 
 HISTORY = shipped_history()

@@ -210,8 +210,8 @@ def test_metrics_charts_draw_offline_in_both_themes(browser, tmp_path):
 
 
 def test_compare_page_draws_offline_without_script(browser, tmp_path):
-    from analyzer.metrics.compare import compare
     from analyzer.formats.compare_html import render_compare_html
+    from analyzer.metrics.compare import compare
     from analyzer.metrics.extract import extract_paths
 
     folder = Path(__file__).parent.parent / "fixtures/metrics"

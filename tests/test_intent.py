@@ -13,17 +13,17 @@ import json
 import pytest
 import tomllib
 
+from analyzer.core.model import InputSummary, Line, Match
+from analyzer.engine.correct import CommandChoice, propose, validate
+from analyzer.engine.scan import scan_lines
+from analyzer.formats.json_report import render_json
+from analyzer.pipeline import Options, analyze
+from analyzer.rulebook.command_checks import CHECK_RULES, check_command
+from analyzer.rulebook.fixes import FIXES, FixContext
+from analyzer.rulebook.intent_fixes import attention_dp_plan, replace_deprecated
+from analyzer.rulebook.vocabulary import load_rules
 from analyzer.sglang.catalog import load_catalog
 from analyzer.sglang.launch_command import parse_launch_command
-from analyzer.rulebook.command_checks import CHECK_RULES, check_command
-from analyzer.engine.correct import CommandChoice, propose, validate
-from analyzer.rulebook.fixes import FIXES, FixContext
-from analyzer.formats.json_report import render_json
-from analyzer.rulebook.intent_fixes import attention_dp_plan, replace_deprecated
-from analyzer.core.model import InputSummary, Line, Match
-from analyzer.pipeline import Options, analyze
-from analyzer.rulebook.vocabulary import load_rules
-from analyzer.engine.scan import scan_lines
 from tests.fixture_cases import FIXTURES, fixture_cases
 
 CATALOG = load_catalog()

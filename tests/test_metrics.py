@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 
 import analyzer.metrics.extract as metrics
 from analyzer.cli import main
-from analyzer.metrics.compare import compare, spec_findings
+from analyzer.engine.redact import redact_comparison
+from analyzer.engine.scan import split_prefix
 from analyzer.formats.compare_html import render_compare_html
 from analyzer.formats.metrics_table import (
     compare_dict,
@@ -32,9 +33,8 @@ from analyzer.formats.metrics_table import (
     render_metrics_plain,
 )
 from analyzer.formats.svg_chart import comparison_charts, line_chart, metrics_charts
+from analyzer.metrics.compare import compare, spec_findings
 from analyzer.metrics.extract import DECODE, PREFILL, extract_paths, parse_batch
-from analyzer.engine.redact import redact_comparison
-from analyzer.engine.scan import split_prefix
 from tests.fixture_cases import ROOT
 
 FIXTURES = Path("fixtures/metrics")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from analyzer.engine.redact import redact_text
 from analyzer.formats.json_report import render_json
 from analyzer.formats.terminal import render_plain
 from analyzer.pipeline import Options, analyze
-from analyzer.engine.redact import redact_text
 
 SECRETS = [
     "hf_AbCdEfGhIjKlMnOpQrStUvWx",

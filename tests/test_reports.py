@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
+from analyzer.core.model import Report
 from analyzer.formats.ci import CiRun, post_mortem
 from analyzer.formats.github import escape_data, escape_property, render_annotations
 from analyzer.formats.html import render_html
 from analyzer.formats.junit import render_junit
 from analyzer.formats.markdown import code_span, render_markdown
-from analyzer.core.model import Report
 from analyzer.pipeline import Options, analyze
 from tests.fixture_cases import ROOT, fixture_cases
 
@@ -481,9 +481,9 @@ def test_analyze_writes_several_formats_at_once(tmp_path):
     ],
 )
 def test_every_format_marks_the_corrected_command_with_sglangs_verdict(verdict, expected):
+    from analyzer.core.model import Verification
     from analyzer.formats.json_report import render_json
     from analyzer.formats.terminal import render_plain
-    from analyzer.core.model import Verification
 
     case = next(c for c in fixture_cases() if c.id == "real/unrecognized_num_speculative_tokens")
     report = analyze([str(case.input)], Options(command=case.user_command))

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from analyzer.pipeline import analyze
-from analyzer.rulebook.vocabulary import RuleError, load_rules
 from analyzer.rulebook.docs import TABLE_END, TABLE_START, rules_markdown
+from analyzer.rulebook.vocabulary import RuleError, load_rules
 from tests.fixture_cases import ROOT, fixture_cases
 
 RULES = load_rules()

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.sglang.catalog import load_catalog
 from analyzer.run.preflight import run_preflight
 from analyzer.run.supervise import header_lines, process_alive
+from analyzer.sglang.catalog import load_catalog
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKE = ROOT / "tests" / "data" / "fake_sglang.py"

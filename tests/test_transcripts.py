@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.sglang.catalog import load_catalog
-from analyzer.sglang.launch_command import parse_launch_command
+from analyzer.core.read import TextInput
 from analyzer.formats.json_report import render_json
 from analyzer.formats.terminal import render_plain
 from analyzer.pipeline import Options, analyze
-from analyzer.core.read import TextInput
+from analyzer.sglang.catalog import load_catalog
+from analyzer.sglang.launch_command import parse_launch_command
 from analyzer.transcripts import detect, diagnostics, shell
 from analyzer.transcripts.attempts import build_session
 from analyzer.transcripts.diagnose import flag_diff

@@ -12,11 +12,11 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
+from analyzer.core.model import Edit, Finding, Line
+from analyzer.rulebook.fixes import FIXES, FixContext
+from analyzer.rulebook.vocabulary import Rule
 from analyzer.sglang.catalog import FlagCatalog
 from analyzer.sglang.launch_command import LaunchCommand, find_launch_command, parse_launch_command
-from analyzer.rulebook.fixes import FIXES, FixContext
-from analyzer.core.model import Edit, Finding, Line
-from analyzer.rulebook.vocabulary import Rule
 
 RECONSTRUCTED_ENTRY = "python -m sglang.launch_server"
 

@@ -12,9 +12,9 @@ import string
 
 import regex
 
-from analyzer.sglang.catalog import FlagCatalog
 from analyzer.core.model import Finding, Match
 from analyzer.rulebook.vocabulary import Advice, Rule
+from analyzer.sglang.catalog import FlagCatalog
 
 TOKEN = regex.compile(r"(?<![\w/.-])--?[A-Za-z][\w-]*|(?<![\w/.-])[a-z]+(?:_[a-z0-9]+)+\b")
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from analyzer.rulebook import logic as rulelogic
 from analyzer.core.model import Line, Match, ScannedLog, Traceback
+from analyzer.rulebook import logic as rulelogic
 from analyzer.rulebook.vocabulary import Rule
 
 PATTERN_TIMEOUT = 1.0

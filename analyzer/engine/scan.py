@@ -16,8 +16,8 @@ from typing import Any
 
 import regex
 
-from analyzer.sglang.launch_command import find_launch_command
 from analyzer.core.model import Frame, InputSummary, Line, ScannedLog, Traceback, UsageDump
+from analyzer.sglang.launch_command import find_launch_command
 
 ANSI = regex.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 SGLANG_PREFIX = regex.compile(

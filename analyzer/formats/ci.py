@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from analyzer.formats.report_text import at_least
 from analyzer.core.model import Report
 from analyzer.formats.output import write_atomically
+from analyzer.formats.report_text import at_least
 
 EXIT_CLEAN = 0
 EXIT_FAILED = 1

@@ -12,7 +12,7 @@ from __future__ import annotations
 from markupsafe import Markup
 
 from analyzer import __version__
-from analyzer.metrics.compare import Comparison
+from analyzer.core.model import SCHEMA_VERSION
 from analyzer.formats.html import template_environment
 from analyzer.formats.metrics_table import (
     CONFIG_LABELS,
@@ -23,7 +23,7 @@ from analyzer.formats.metrics_table import (
 )
 from analyzer.formats.report_text import printable
 from analyzer.formats.svg_chart import comparison_charts
-from analyzer.core.model import SCHEMA_VERSION
+from analyzer.metrics.compare import Comparison
 
 
 def render_compare_html(comparison: Comparison) -> str:

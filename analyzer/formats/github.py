@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from analyzer.formats.report_text import printable
 from analyzer.core.model import Incident, Report
+from analyzer.formats.report_text import printable
 
 MAX_ANNOTATIONS = 10
 LEVELS = {"fatal": "error", "error": "error", "warning": "warning"}

@@ -18,6 +18,7 @@ import jinja2
 from markupsafe import Markup
 
 from analyzer import __version__
+from analyzer.core.model import SCHEMA_VERSION, Incident, Line, Report
 from analyzer.formats.report_text import (
     DiffWord,
     command_origin,
@@ -28,7 +29,6 @@ from analyzer.formats.report_text import (
     shows_tail,
     worst_severity,
 )
-from analyzer.core.model import SCHEMA_VERSION, Incident, Line, Report
 
 MAX_LINE_CHARS = 2000
 

@@ -16,8 +16,8 @@ import xml.etree.ElementTree as ET
 
 import regex
 
-from analyzer.formats.report_text import at_least, command_origin, edit_texts
 from analyzer.core.model import Incident, InputSummary, Report
+from analyzer.formats.report_text import at_least, command_origin, edit_texts
 
 DEFAULT_FAIL_ON = "error"
 NOT_XML = regex.compile(r"[^\x09\x0a\x0d\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")

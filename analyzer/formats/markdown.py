@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import regex
 
+from analyzer.core.model import Incident, Line, Report
 from analyzer.formats.report_text import (
     command_origin,
     edit_texts,
@@ -21,7 +22,6 @@ from analyzer.formats.report_text import (
     shows_tail,
     worst_severity,
 )
-from analyzer.core.model import Incident, Line, Report
 
 MARKDOWN_LIMIT = 1_000_000  # bytes; GitHub's step-summary limit is 1 MiB
 MAX_TABLE_ROWS = 200

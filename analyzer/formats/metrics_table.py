@@ -10,12 +10,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from analyzer.metrics.compare import Comparison, median_throughput
+from analyzer.core.model import SCHEMA_VERSION, Incident
 from analyzer.formats.json_report import incident_dict
 from analyzer.formats.report_text import printable
 from analyzer.formats.terminal import clean
+from analyzer.metrics.compare import Comparison, median_throughput
 from analyzer.metrics.extract import CONFIG_KEYS, RunMetrics, StartupPhase, Stat, format_ms
-from analyzer.core.model import SCHEMA_VERSION, Incident
 
 CONFIG_LABELS = {
     "model": "model",

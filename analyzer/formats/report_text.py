@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import regex
 
-from analyzer.formats.terminal import CONTROL, token_diff
 from analyzer.core.model import Incident, Report, severity_rank
+from analyzer.formats.terminal import CONTROL, token_diff
 
 MAX_UNBROKEN_WORD = 60
 PROSE_CODE = regex.compile(r"`(?P<tick>[^`\n]+)`|(?<![\w-])(?P<flag>--[A-Za-z0-9][\w.-]*\w)")

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from analyzer.metrics.extract import CONFIG_KEYS, RunMetrics
 from analyzer.core.model import Incident
+from analyzer.metrics.extract import CONFIG_KEYS, RunMetrics
 
 RULE_CLASS = "spec_slowdown"
 RULE_ID = "spec-slowdown"

@@ -18,10 +18,10 @@ from typing import Any
 
 import regex
 
-from analyzer.sglang.catalog import FlagCatalog
-from analyzer.sglang.launch_command import LaunchCommand
-from analyzer.sglang.flag_history import shipped_history
 from analyzer.core.model import Edit, Finding
+from analyzer.sglang.catalog import FlagCatalog
+from analyzer.sglang.flag_history import shipped_history
+from analyzer.sglang.launch_command import LaunchCommand
 
 if sys.version_info >= (3, 11):
     import tomllib

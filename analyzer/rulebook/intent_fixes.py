@@ -12,9 +12,9 @@ from collections.abc import Callable
 
 import regex
 
+from analyzer.core.model import Edit, Finding
 from analyzer.rulebook.fixes import FIXES as REGISTRY
 from analyzer.rulebook.fixes import FixContext, FixPlan
-from analyzer.core.model import Edit, Finding
 
 BRACES = regex.compile(r"^(?P<pre>[^{]*)\{(?P<alts>[^}]+)\}(?P<post>[^=\s]*)(?:=(?P<value>\S+))?$")
 PLACEHOLDER = regex.compile(r"^(?P<flag>--[\w-]+)\s+<[\w-]+>$")

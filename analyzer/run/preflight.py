@@ -20,13 +20,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from analyzer.core.model import Edit, Finding, Line, Match
+from analyzer.engine.correct import validate
+from analyzer.engine.redact import redact_text
+from analyzer.formats.terminal import CONTROL
+from analyzer.rulebook.fixes import FIXES, FixContext, FixPlan, late_choices
 from analyzer.sglang.catalog import FlagCatalog, FlagSpec
 from analyzer.sglang.launch_command import LaunchCommand, parse_launch_command
-from analyzer.engine.correct import validate
-from analyzer.rulebook.fixes import FIXES, FixContext, FixPlan, late_choices
-from analyzer.formats.terminal import CONTROL
-from analyzer.core.model import Edit, Finding, Line, Match
-from analyzer.engine.redact import redact_text
 
 EAGLE_FAMILY = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE")
 PATH_FLAGS = ("--model-path", "--speculative-draft-model-path", "--tokenizer-path")

@@ -699,8 +699,8 @@ def launch(request: RunRequest, force: bool, preflight: bool, colour: bool) -> i
 
 def _preflight_passes(request: RunRequest) -> bool:
     """Run the pre-flight; print its findings (the refusal on stdout: it is the report)."""
-    from analyzer.sglang.catalog import load_catalog
     from analyzer.run.preflight import render_preflight, run_preflight
+    from analyzer.sglang.catalog import load_catalog
 
     result = run_preflight(request.argv, request.log, load_catalog(request.sglang_version))
     if result.refused:

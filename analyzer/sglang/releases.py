@@ -24,9 +24,9 @@ from dataclasses import dataclass
 
 import regex
 
+from analyzer.core.model import Frame, Line, ScannedLog
 from analyzer.sglang.catalog import FlagCatalog, nearest_shipped, version_key
 from analyzer.sglang.launch_command import parse_launch_command
-from analyzer.core.model import Frame, Line, ScannedLog
 
 REJECTED = (
     regex.compile(r"unrecognized arguments: (?P<flags>.+)$"),

@@ -26,8 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from analyzer.sglang.launch_command import Argument, parse_launch_command
 from analyzer.core.model import Verification
+from analyzer.sglang.launch_command import Argument, parse_launch_command
 
 VERIFY_MARKER = "LOGANALYZE-VERIFY-OK"
 VERSION_MARKER = "LOGANALYZE-SGLANG-VERSION "
@@ -163,8 +163,8 @@ def _ask_sglang(
 
 def catalog_check(command_text: str, version: str | None = None) -> str:
     """The fallback verdict: what the shipped flag catalog finds wrong, in one line."""
-    from analyzer.sglang.catalog import CatalogError, load_catalog
     from analyzer.engine.correct import validate
+    from analyzer.sglang.catalog import CatalogError, load_catalog
 
     try:
         catalog = load_catalog(version)

@@ -25,9 +25,9 @@ from typing import Any
 
 import regex
 
-from analyzer.sglang.launch_command import LaunchCommand, parse_launch_command
 from analyzer.core.model import Line
 from analyzer.engine.scan import MAX_STATED_VERSIONS, READY_MARKER, stated_version
+from analyzer.sglang.launch_command import LaunchCommand, parse_launch_command
 from analyzer.transcripts import diagnostics, shell
 from analyzer.transcripts.diagnostics import NumberedLine
 from analyzer.transcripts.model import Event, FileWrite, ShellCall, UserMessage

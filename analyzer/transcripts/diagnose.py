@@ -25,9 +25,9 @@ from datetime import datetime, timezone
 
 import regex
 
-from analyzer.sglang.launch_command import LaunchCommand
 from analyzer.core.model import Attempt as TimelineEntry
 from analyzer.core.model import FlagChange, Incident, Line
+from analyzer.sglang.launch_command import LaunchCommand
 from analyzer.transcripts import shell
 from analyzer.transcripts.attempts import Attempt, Observation, Session, command_ref, same_file
 from analyzer.transcripts.diagnostics import GpuSnapshot, NumberedLine
