@@ -1,0 +1,223 @@
+"""Scoreboard of the wild corpus: what users really paste, measured against the analyzer.
+
+    python benchmarks/wild_score.py            # the whole corpus, its held-out third, the rest
+    python benchmarks/wild_score.py --json     # the same figures, machine-readable
+    python benchmarks/wild_score.py --cases    # one line per case: expected, predicted, ok
+
+The verdict of an input is the class of its root fatal/error incident, `client_error` when
+the only finding is a client's failure, else `none`. Flags: on the cases whose sidecar names
+flags, the share where every named flag is among the root incident's `offending_flags`.
+Fatal precision counts the negative corpus (fixtures/negative) too: of the inputs given a
+fatal incident, the share that really show a server failure.
+
+The held-out third is fixed by fixtures/wild/held_out.txt (chosen by a hash of `source`
+before any rule was written for the corpus); `held_out_sources` recomputes it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import tomllib
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from analyzer.pipeline import Options, analyze  # noqa: E402
+
+WILD = ROOT / "fixtures" / "wild"
+NEGATIVE = ROOT / "fixtures" / "negative"
+HELD_OUT = WILD / "held_out.txt"
+INPUT_SUFFIXES = (".log", ".txt", ".json", ".jsonl")
+NOT_A_FAILURE = ("none", "client_error")
+
+
+@dataclass
+class Case:
+    name: str
+    input: Path
+    source: str
+    expected: str
+    flags: list[str]
+    confidence: str
+    negative: bool = False
+    predicted: str = "none"
+    predicted_flags: list[str] = field(default_factory=list)
+    fatal: bool = False
+
+
+def held_out_sources(sources: set[str]) -> set[str]:
+    """A third of the threads, by sha256 of `source` (stable, independent of the rules)."""
+    return {s for s in sources if int(hashlib.sha256(s.encode()).hexdigest(), 16) % 3 == 0}
+
+
+def read_held_out() -> set[str]:
+    """The committed split: one `source` per line, `#` comments."""
+    lines = HELD_OUT.read_text("utf-8").splitlines() if HELD_OUT.exists() else []
+    return {ln.strip() for ln in lines if ln.strip() and not ln.startswith("#")}
+
+
+def _input(sidecar: Path, fixture: dict) -> Path:
+    if "input" in fixture:
+        return sidecar.parent / fixture["input"]
+    for suffix in INPUT_SUFFIXES:
+        if sidecar.with_suffix(suffix).exists():
+            return sidecar.with_suffix(suffix)
+    if sidecar.with_suffix("").is_dir():
+        return sidecar.with_suffix("")
+    raise FileNotFoundError(f"{sidecar}: no input beside it")
+
+
+def load_cases(folder: Path, negative: bool = False) -> list[Case]:
+    cases = []
+    for sidecar in sorted(folder.glob("*.toml")):
+        data = tomllib.loads(sidecar.read_text("utf-8"))
+        if "expect" not in data:
+            continue
+        fixture, expect = data.get("fixture", {}), data["expect"]
+        expected = "client_error" if expect.get("client_error") else expect["class"]
+        cases.append(
+            Case(
+                sidecar.stem,
+                _input(sidecar, fixture),
+                fixture.get("source", ""),
+                expected,
+                list(expect.get("flags", [])),
+                fixture.get("confidence", "high"),
+                negative,
+            )
+        )
+    return cases
+
+
+def predict(case: Case) -> None:
+    """The analyzer's verdict on one case, as the scoreboard reads it."""
+    report = analyze([str(case.input)], Options())
+    causes = [i for i in report.incidents if i.severity in ("fatal", "error")]
+    if causes:
+        case.predicted = causes[0].rule_class
+        case.predicted_flags = list(causes[0].offending_flags)
+    elif any(i.rule_class == "client_error" for i in report.incidents):
+        case.predicted = "client_error"
+    case.fatal = any(i.severity == "fatal" for i in report.incidents)
+
+
+def score(cases: list[Case]) -> dict:
+    """Class top-1, flags, per-class recall and precision of a set of cases."""
+    total = len(cases)
+    right = sum(c.predicted == c.expected for c in cases)
+    with_flags = [c for c in cases if c.flags]
+    flags_right = sum(set(c.flags) <= set(c.predicted_flags) for c in with_flags)
+    classes = sorted({c.expected for c in cases} | {c.predicted for c in cases})
+    per_class = {}
+    for name in classes:
+        expected = [c for c in cases if c.expected == name]
+        predicted = [c for c in cases if c.predicted == name]
+        hits = sum(c.predicted == name for c in expected)
+        per_class[name] = {
+            "cases": len(expected),
+            "recall": _share(hits, len(expected)),
+            "precision": _share(hits, len(predicted)),
+        }
+    return {
+        "cases": total,
+        "class_top1": _share(right, total),
+        "flags_cases": len(with_flags),
+        "flags": _share(flags_right, len(with_flags)),
+        "no_incident_on_failures": sum(
+            c.predicted == "none" and c.expected not in NOT_A_FAILURE for c in cases
+        ),
+        "per_class": per_class,
+    }
+
+
+def fatal_precision(cases: list[Case]) -> dict:
+    fatal = [c for c in cases if c.fatal]
+    true = sum(c.expected not in NOT_A_FAILURE for c in fatal)
+    return {"fatal_incidents": len(fatal), "precision": _share(true, len(fatal))}
+
+
+def _share(part: int, whole: int) -> float | None:
+    return round(part / whole, 4) if whole else None
+
+
+def run() -> dict:
+    wild = load_cases(WILD)
+    negatives = load_cases(NEGATIVE, negative=True)
+    for case in [*wild, *negatives]:
+        predict(case)
+    held = read_held_out()
+    held_cases = [c for c in wild if c.source in held]
+    rest = [c for c in wild if c.source not in held]
+    return {
+        "all": score(wild),
+        "held_out": score(held_cases),
+        "held_out_high": score([c for c in held_cases if c.confidence == "high"]),
+        "not_held_out": score(rest),
+        "negatives": score(negatives),
+        "fatal_precision": fatal_precision([*wild, *negatives]),
+        "cases": [
+            {
+                "case": c.name,
+                "held_out": c.source in held,
+                "expected": c.expected,
+                "predicted": c.predicted,
+                "flags": c.flags,
+                "predicted_flags": c.predicted_flags,
+            }
+            for c in [*wild, *negatives]
+        ],
+    }
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.0f}%"
+
+
+def render(result: dict) -> str:
+    rows = ["| set | cases | class top-1 | flags (cases) | failures with no incident |",
+            "| --- | ---: | ---: | ---: | ---: |"]  # fmt: skip
+    for name in ("all", "not_held_out", "held_out", "held_out_high", "negatives"):
+        s = result[name]
+        rows.append(
+            f"| {name} | {s['cases']} | {_pct(s['class_top1'])} | {_pct(s['flags'])} "
+            f"({s['flags_cases']}) | {s['no_incident_on_failures']} |"
+        )
+    fp = result["fatal_precision"]
+    rows.append("")
+    rows.append(
+        f"fatal-incident precision (wild + negatives): {_pct(fp['precision'])} "
+        f"of {fp['fatal_incidents']} inputs given a fatal incident"
+    )
+    rows.append("")
+    rows.append("| class | cases | recall | precision |")
+    rows.append("| --- | ---: | ---: | ---: |")
+    for name, s in result["all"]["per_class"].items():
+        rows.append(f"| `{name}` | {s['cases']} | {_pct(s['recall'])} | {_pct(s['precision'])} |")
+    return "\n".join(rows) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--cases", action="store_true")
+    args = parser.parse_args()
+    result = run()
+    if args.json:
+        print(json.dumps(result, indent=2, sort_keys=True))
+    elif args.cases:
+        for c in result["cases"]:
+            ok = "ok " if c["expected"] == c["predicted"] else "BAD"
+            held = "H" if c["held_out"] else " "
+            print(f"{ok} {held} {c['expected']:<22} {c['predicted']:<22} {c['case']}")
+    else:
+        print(render(result), end="")
+
+
+if __name__ == "__main__":
+    main()
