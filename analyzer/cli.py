@@ -90,6 +90,53 @@ def one_line_errors(debug: bool, *extra: type[Exception]) -> Iterator[None]:
         raise fail(f"internal error: {exc!r} (rerun with --debug)", EXIT_INTERNAL) from None
 
 
+# The options every analysis shares (analyze and ci), declared once.
+RulesOption = Annotated[list[str] | None, typer.Option("--rules", help="Extra rule folder.")]
+CommandOption = Annotated[str | None, typer.Option("--command", help="The launch command used.")]
+CommandFileOption = Annotated[
+    Path | None, typer.Option("--command-file", help="A file holding the launch command.")
+]
+SglangVersionOption = Annotated[
+    str | None, typer.Option("--sglang-version", help="Judge with this release's catalog.")
+]
+HtmlOption = Annotated[Path | None, typer.Option("--html", help="Write an HTML report here.")]
+MarkdownOption = Annotated[
+    Path | None, typer.Option("--markdown", help="Write a Markdown report here.")
+]
+JunitOption = Annotated[Path | None, typer.Option("--junit", help="Write JUnit XML here.")]
+InputFormatOption = Annotated[
+    InputFormat,
+    typer.Option("--input-format", help="What the inputs are (auto: judged by content)."),
+]
+VerifyOption = Annotated[
+    bool, typer.Option("--verify", help="Check corrected commands with the installed SGLang.")
+]
+
+
+def _options(
+    rules: list[str] | None,
+    command: str | None,
+    command_file: Path | None,
+    sglang_version: str | None,
+    no_redact: bool,
+    input_format: InputFormat,
+    verify: bool,
+    metrics: bool,
+):
+    """The pipeline's Options from the shared analysis options."""
+    from analyzer.pipeline import Options
+
+    return Options(
+        rules or [],
+        _command_text(command, command_file),
+        sglang_version,
+        not no_redact,
+        input_format=input_format.value,
+        verify=verify,
+        metrics=metrics,
+    )
+
+
 @app.command()
 def analyze(
     paths: Annotated[
@@ -101,37 +148,27 @@ def analyze(
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write the report here.")
     ] = None,
-    rules: Annotated[list[str] | None, typer.Option("--rules", help="Extra rule folder.")] = None,
-    command: Annotated[
-        str | None, typer.Option("--command", help="The launch command used.")
-    ] = None,
-    command_file: Annotated[Path | None, typer.Option("--command-file")] = None,
-    sglang_version: Annotated[str | None, typer.Option("--sglang-version")] = None,
+    rules: RulesOption = None,
+    command: CommandOption = None,
+    command_file: CommandFileOption = None,
+    sglang_version: SglangVersionOption = None,
     no_redact: NoRedactOption = False,
     debug: DebugOption = False,
-    html: Annotated[Path | None, typer.Option("--html", help="Also write an HTML report.")] = None,
-    markdown: Annotated[
-        Path | None, typer.Option("--markdown", help="Also write a Markdown report.")
-    ] = None,
-    junit: Annotated[Path | None, typer.Option("--junit", help="Also write JUnit XML.")] = None,
-    input_format: Annotated[
-        InputFormat,
-        typer.Option("--input-format", help="What the inputs are (auto: judged by content)."),
-    ] = InputFormat.auto,
-    verify: Annotated[
-        bool, typer.Option("--verify", help="Check corrected commands with the installed SGLang.")
-    ] = False,
+    html: HtmlOption = None,
+    markdown: MarkdownOption = None,
+    junit: JunitOption = None,
+    input_format: InputFormatOption = InputFormat.auto,
+    verify: VerifyOption = False,
 ) -> None:
     """Analyze SGLang logs: what failed, which flag, and the corrected command."""
-    from analyzer.pipeline import Options
     from analyzer.pipeline import analyze as run
 
     with one_line_errors(debug):
-        launch = _command_text(command, command_file)
-        options = Options(rules or [], launch, sglang_version, not no_redact)
-        options.input_format = input_format.value
-        options.verify = verify
-        options.metrics = format is Format.html or html is not None
+        wants_charts = format is Format.html or html is not None
+        options = _options(
+            rules, command, command_file, sglang_version, no_redact, input_format, verify,
+            wants_charts,
+        )  # fmt: skip
         report = run(paths, options)
         _emit(report, format, output, paths)
         if html or markdown or junit:
@@ -223,11 +260,9 @@ def ci(
     paths: Annotated[
         list[str], typer.Argument(help="Logs, folders or transcripts of the failed launch.")
     ],
-    html: Annotated[Path | None, typer.Option("--html", help="Write an HTML report.")] = None,
-    markdown: Annotated[
-        Path | None, typer.Option("--markdown", help="Write a Markdown report.")
-    ] = None,
-    junit: Annotated[Path | None, typer.Option("--junit", help="Write JUnit XML.")] = None,
+    html: HtmlOption = None,
+    markdown: MarkdownOption = None,
+    junit: JunitOption = None,
     json: Annotated[Path | None, typer.Option("--json", help="Write the JSON report.")] = None,
     fail_on: Annotated[
         FailOn, typer.Option("--fail-on", help="Exit 1 from this severity up.")
@@ -235,24 +270,24 @@ def ci(
     summary: Annotated[
         bool, typer.Option("--summary/--no-summary", help="Append to $GITHUB_STEP_SUMMARY.")
     ] = True,
-    rules: Annotated[list[str] | None, typer.Option("--rules", help="Extra rule folder.")] = None,
-    command: Annotated[
-        str | None, typer.Option("--command", help="The launch command used.")
-    ] = None,
-    command_file: Annotated[Path | None, typer.Option("--command-file")] = None,
-    sglang_version: Annotated[str | None, typer.Option("--sglang-version")] = None,
+    rules: RulesOption = None,
+    command: CommandOption = None,
+    command_file: CommandFileOption = None,
+    sglang_version: SglangVersionOption = None,
     no_redact: NoRedactOption = False,
     debug: DebugOption = False,
+    input_format: InputFormatOption = InputFormat.auto,
+    verify: VerifyOption = False,
 ) -> None:
     """CI post-mortem: write reports, the step summary and annotations; exit 1 on failure."""
     from analyzer.formats.ci import CiRun, post_mortem
-    from analyzer.pipeline import Options
     from analyzer.pipeline import analyze as run
 
     with one_line_errors(debug):
-        launch = _command_text(command, command_file)
-        options = Options(rules or [], launch, sglang_version, not no_redact)
-        options.metrics = html is not None
+        options = _options(
+            rules, command, command_file, sglang_version, no_redact, input_format, verify,
+            html is not None,
+        )  # fmt: skip
         report = run(paths, options)
         reports = {"html": html, "markdown": markdown, "junit": junit, "json": json}
         code = post_mortem(report, CiRun(paths, reports, fail_on.value, summary))
@@ -449,7 +484,8 @@ def run_server(
     Exits with the server's code (128+N for signal N), 124 when not ready within
     --ready-timeout, 2 when pre-flight refuses the command or the log is taken.
     """
-    from analyzer.run.supervise import RunError, RunRequest, default_log_path, launch
+    from analyzer.run.launch import launch
+    from analyzer.run.state import RunError, RunRequest, default_log_path
 
     request = RunRequest(
         list(ctx.args), log or default_log_path(), health_url, ready_timeout, stop_timeout,
@@ -474,7 +510,8 @@ def run_status(
     """
     import json as json_module
 
-    from analyzer.run.supervise import RunError, read_status, render_status, status_json
+    from analyzer.run.state import RunError
+    from analyzer.run.status import read_status, render_status, status_json
 
     try:
         view = read_status(target, sglang_version)

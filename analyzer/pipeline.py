@@ -27,19 +27,20 @@ from analyzer.engine.literal_scan import LiteralFinder, finder_for, scan_chunks
 from analyzer.engine.match import match_rules
 from analyzer.engine.redact import redact_report
 from analyzer.engine.scan import scan_lines
-from analyzer.rulebook.command_checks import CHECK_RULES, check_command
+from analyzer.rulebook.check_rules import CHECK_RULES
+from analyzer.rulebook.command_checks import check_command
 from analyzer.rulebook.vocabulary import Rule, all_triggers, load_rules
 from analyzer.sglang.catalog import FlagCatalog, all_catalogs, load_catalog
 from analyzer.sglang.releases import choose_for_text, choose_version
 from analyzer.transcripts.attempts import build_session
-from analyzer.transcripts.detect import FORMAT_NAMES, detect_kind
+from analyzer.transcripts.detect import FORMAT_NAMES, detect_kind, is_transcript_folder
 from analyzer.transcripts.diagnose import PRIORITIES as SESSION_PRIORITIES
 from analyzer.transcripts.diagnose import diagnose
 from analyzer.transcripts.logview import scan_view
 from analyzer.transcripts.reading import read_transcript
 
 if TYPE_CHECKING:
-    from analyzer.metrics.extract import RunMetrics
+    from analyzer.metrics.results import RunMetrics
 
 
 @dataclass
@@ -83,7 +84,7 @@ def analyze(
     last_lines: list[Line] = []
     timeline: list[Attempt] = []
     runs: list[RunMetrics] = []
-    for text_input in open_inputs(paths):
+    for text_input in open_inputs(paths, is_transcript_folder):
         summary = InputSummary(text_input.path)
         summaries.append(summary)
         kind = _transcript_kind(text_input, options.input_format)

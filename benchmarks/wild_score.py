@@ -20,10 +20,10 @@ import argparse
 import hashlib
 import json
 import sys
-import tomllib
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))

@@ -6,10 +6,11 @@ import shlex
 
 import pytest
 
-from analyzer.engine.correct import reconstruct_command, validate
 from analyzer.pipeline import Options, analyze
 from analyzer.sglang.catalog import load_catalog
+from analyzer.sglang.catalog_check import validate
 from analyzer.sglang.launch_command import parse_launch_command
+from analyzer.sglang.log_format import reconstruct_command
 
 CATALOG = load_catalog("0.5.23")
 USAGE = "usage: sglang serve [-h] --model-path MODEL_PATH\n"

@@ -72,8 +72,8 @@ VERIFIED = [c for c in CASES if c.expect.get("corrected_command") and c.expect.g
 @pytest.mark.parametrize("case", VERIFIED, ids=[c.id for c in VERIFIED])
 def test_verified_corrections_pass_the_committed_catalog(case):
     """Corrections real SGLang accepted (generator --check) also pass our catalog check."""
-    from analyzer.engine.correct import validate
     from analyzer.sglang.catalog import load_catalog
+    from analyzer.sglang.catalog_check import validate
     from analyzer.sglang.launch_command import parse_launch_command
 
     catalog = load_catalog(case.fixture.get("sglang_version"))

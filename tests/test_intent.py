@@ -14,15 +14,18 @@ import pytest
 import tomllib
 
 from analyzer.core.model import InputSummary, Line, Match
-from analyzer.engine.correct import CommandChoice, propose, validate
+from analyzer.engine.correct import CommandChoice, propose
 from analyzer.engine.scan import scan_lines
 from analyzer.formats.json_report import render_json
 from analyzer.pipeline import Options, analyze
-from analyzer.rulebook.command_checks import CHECK_RULES, check_command
-from analyzer.rulebook.fixes import FIXES, FixContext
+from analyzer.rulebook.check_rules import CHECK_RULES
+from analyzer.rulebook.command_checks import check_command
+from analyzer.rulebook.fixes import FixContext
 from analyzer.rulebook.intent_fixes import attention_dp_plan, replace_deprecated
+from analyzer.rulebook.registry import FIXES
 from analyzer.rulebook.vocabulary import load_rules
 from analyzer.sglang.catalog import load_catalog
+from analyzer.sglang.catalog_check import validate
 from analyzer.sglang.launch_command import parse_launch_command
 from tests.fixture_cases import FIXTURES, fixture_cases
 

@@ -23,7 +23,6 @@ from hypothesis import strategies as st
 import analyzer.metrics.extract as metrics
 from analyzer.cli import main
 from analyzer.engine.redact import redact_comparison
-from analyzer.engine.scan import split_prefix
 from analyzer.formats.compare_html import render_compare_html
 from analyzer.formats.metrics_table import (
     compare_dict,
@@ -33,8 +32,11 @@ from analyzer.formats.metrics_table import (
     render_metrics_plain,
 )
 from analyzer.formats.svg_chart import comparison_charts, line_chart, metrics_charts
+from analyzer.metrics import accumulate, scanner, startup
+from analyzer.metrics.batch_lines import DECODE, PREFILL, parse_batch
 from analyzer.metrics.compare import compare, spec_findings
-from analyzer.metrics.extract import DECODE, PREFILL, extract_paths, parse_batch
+from analyzer.metrics.extract import extract_paths
+from analyzer.sglang.log_format import split_prefix
 from tests.fixture_cases import ROOT
 
 FIXTURES = Path("fixtures/metrics")
@@ -313,7 +315,7 @@ def test_fixture_values(name):
 @pytest.mark.parametrize("path", ALL)
 def test_fast_path_equals_line_by_line_reference(path, monkeypatch):
     fast = run_of(path, keep_series=True, workers=1)
-    monkeypatch.setattr(metrics, "_layout", lambda *args: None)
+    monkeypatch.setattr(scanner, "layout", lambda *args: None)
     slow = run_of(path, keep_series=True, workers=1)
     assert slow.slow_lines == fast.decode.lines + fast.prefill.lines
     for kind in ("decode", "prefill"):
@@ -324,8 +326,8 @@ def test_fast_path_equals_line_by_line_reference(path, monkeypatch):
 @pytest.mark.parametrize("path", ALL)
 def test_blocks_and_workers_do_not_change_results(path, monkeypatch):
     whole = run_of(path, keep_series=True, workers=1)
-    monkeypatch.setattr(metrics, "BLOCK_BYTES", 512)
-    monkeypatch.setattr(metrics, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(scanner, "BLOCK_BYTES", 512)
+    monkeypatch.setattr(scanner, "PARALLEL_MIN_BYTES", 0)
     split = run_of(path, keep_series=True, workers=3)
     assert split.lines == whole.lines
     assert (split.decode, split.prefill, split.startup) == (
@@ -484,7 +486,7 @@ def test_restarts_keep_the_last_startup(tmp_path):
 @given(st.lists(st.integers(0, 300), min_size=1, max_size=60), st.sampled_from([0.1, 0.5, 0.9]))
 def test_histogram_quantile_is_numpys(values, q):
     counts = np.bincount(np.array(values))
-    assert metrics._histogram_quantile(counts, q) == pytest.approx(float(np.quantile(values, q)))
+    assert accumulate._histogram_quantile(counts, q) == pytest.approx(float(np.quantile(values, q)))
 
 
 # ---- comparison and the spec_slowdown finding ------------------------------------------
@@ -639,7 +641,7 @@ def test_cli_metrics_writes_the_series_csv(monkeypatch, capsys, tmp_path):
 def test_streamed_csv_equals_the_in_memory_series(tmp_path, monkeypatch):
     import pandas as pd
 
-    monkeypatch.setattr(metrics, "BLOCK_BYTES", 512)
+    monkeypatch.setattr(scanner, "BLOCK_BYTES", 512)
     target = tmp_path / "series.csv"
     runs, rows = metrics.extract_with_series([EAGLE3, NO_SPEC], target)
     frames = [run_of(p, keep_series=True).series_frame() for p in (EAGLE3, NO_SPEC)]
@@ -717,9 +719,9 @@ def test_metrics_charts_of_a_speculative_run():
 def test_graph_advice_names_the_flag_of_the_runs_release():
     from analyzer.sglang.catalog import load_catalog
 
-    assert metrics.graph_limit_flag({"cuda_graph_max_bs": 8}) == "--cuda-graph-max-bs"
-    assert metrics.graph_limit_flag({"cuda_graph_max_bs_decode": 8}) == "--cuda-graph-max-bs-decode"
-    assert load_catalog().spec(metrics.graph_limit_flag(None)) is not None
+    assert startup.graph_limit_flag({"cuda_graph_max_bs": 8}) == "--cuda-graph-max-bs"
+    assert startup.graph_limit_flag({"cuda_graph_max_bs_decode": 8}) == "--cuda-graph-max-bs-decode"
+    assert load_catalog().spec(startup.graph_limit_flag(None)) is not None
     assert run_of(EAGLE3).graph_limit_flag == "--cuda-graph-max-bs-decode"
     assert run_of("fixtures/metrics/sglang-0.5.6-eagle3-iterations.log").graph_limit_flag == (
         "--cuda-graph-max-bs"

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from analyzer.core.model import InputSummary
-from analyzer.engine.scan import parse_server_args, scan_lines, split_prefix
+from analyzer.engine.scan import scan_lines
+from analyzer.sglang.log_format import parse_server_args, split_prefix
 
 
 def scan(lines, triggers=("error",)):

@@ -23,7 +23,8 @@ from pathlib import Path
 import pytest
 
 from analyzer.run.preflight import run_preflight
-from analyzer.run.supervise import header_lines, process_alive
+from analyzer.run.processes import process_alive
+from analyzer.run.supervisor import header_lines
 from analyzer.sglang.catalog import load_catalog
 
 ROOT = Path(__file__).resolve().parent.parent

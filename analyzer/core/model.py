@@ -8,10 +8,7 @@ so renderers never re-read a log.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from analyzer.metrics.extract import RunMetrics
+from typing import Any
 
 SCHEMA_VERSION = 1
 
@@ -278,5 +275,6 @@ class Report:
     warnings: list[str] = field(default_factory=list)
     catalog_version: str | None = None
     attempts: list[Attempt] = field(default_factory=list)
-    # decode metrics of each log, read only when a format draws them (the HTML charts)
-    runs: list[RunMetrics] = field(default_factory=list)
+    # decode metrics of each log (analyzer.metrics' RunMetrics), read only when a format
+    # draws them (the HTML charts); the core model carries them without knowing their type
+    runs: list[Any] = field(default_factory=list)

@@ -13,7 +13,7 @@ import os
 import stat
 import sys
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -145,15 +145,25 @@ def _describe(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
-def open_inputs(paths: list[str]) -> list[TextInput]:
-    """Resolve CLI paths (files, directories, `-`) into readable inputs, in a stable order."""
+def open_inputs(
+    paths: list[str], folder_is_input: Callable[[Path], bool] | None = None
+) -> list[TextInput]:
+    """Resolve CLI paths (files, directories, `-`) into readable inputs, in a stable order.
+
+    A folder is a folder of logs unless `folder_is_input` says it is one input of its own
+    (the caller knows the formats: an opencode storage folder is a session transcript).
+    """
     inputs: list[TextInput] = []
     for path in paths:
-        inputs.extend(_resolve(path))
+        inputs.extend(_resolve(path, folder_is_input or _never))
     return inputs
 
 
-def _resolve(path: str) -> list[TextInput]:
+def _never(_: Path) -> bool:
+    return False
+
+
+def _resolve(path: str, folder_is_input: Callable[[Path], bool]) -> list[TextInput]:
     if path == "-":
         return [TextInput("<stdin>", None)]
     p = Path(path)
@@ -163,7 +173,7 @@ def _resolve(path: str) -> list[TextInput]:
         raise InputError(f"{path}: no such file or directory") from None
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    if stat.S_ISDIR(mode) and _is_transcript_folder(p):
+    if stat.S_ISDIR(mode) and folder_is_input(p):
         return [TextInput(path, p)]
     if stat.S_ISDIR(mode):
         return _directory_inputs(p)
@@ -172,13 +182,6 @@ def _resolve(path: str) -> list[TextInput]:
     if not os.access(p, os.R_OK):
         raise InputError(f"{path}: permission denied")
     return [TextInput(path, p)]
-
-
-def _is_transcript_folder(directory: Path) -> bool:
-    """An opencode storage folder is one input (a session transcript), not a log folder."""
-    from analyzer.transcripts.detect import opencode_storage_root
-
-    return opencode_storage_root(directory) is not None
 
 
 def _directory_inputs(directory: Path) -> list[TextInput]:

@@ -8,17 +8,17 @@ checked against the flag catalog. A command that fails the check is not offered.
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
 from analyzer.core.model import Edit, Finding, Line
-from analyzer.rulebook.fixes import FIXES, FixContext
+from analyzer.rulebook.fixes import FixContext
+from analyzer.rulebook.registry import FIXES
 from analyzer.rulebook.vocabulary import Rule
 from analyzer.sglang.catalog import FlagCatalog
+from analyzer.sglang.catalog_check import validate
 from analyzer.sglang.launch_command import LaunchCommand, find_launch_command, parse_launch_command
-
-RECONSTRUCTED_ENTRY = "python -m sglang.launch_server"
+from analyzer.sglang.log_format import reconstruct_command
 
 
 @dataclass
@@ -67,28 +67,6 @@ def choose_command(
     return None
 
 
-def reconstruct_command(server_args: dict[str, Any], catalog: FlagCatalog) -> str:
-    """Rebuild a launch command from ServerArgs: every non-default value becomes a flag."""
-    parts = [RECONSTRUCTED_ENTRY]
-    for dest in sorted(server_args):
-        spec = catalog.by_dest(dest)
-        value = server_args[dest]
-        if spec is None or value is None or value == spec.default:
-            continue
-        if spec.action == "store_true":
-            if value is True:
-                parts.append(spec.long)
-            continue
-        if spec.action == "store_false" or isinstance(value, (dict, bool)) and spec.type != "str":
-            continue
-        values = value if isinstance(value, list) else [value]
-        if not values:
-            continue
-        parts.append(spec.long)
-        parts.extend(shlex.quote(str(v)) for v in values)
-    return " ".join(parts)
-
-
 def propose(
     finding: Finding,
     rule: Rule,
@@ -132,21 +110,3 @@ def _inert_edits(command: LaunchCommand, edits: list[Edit], catalog: FlagCatalog
     return inert
 
 
-def validate(command: LaunchCommand, catalog: FlagCatalog) -> list[str]:
-    """What SGLang's parser would reject: unknown or ambiguous flags, bad values, duplicates."""
-    problems: list[str] = []
-    seen: set[str] = set()
-    for argument in command.arguments:
-        resolution = catalog.resolve(argument.flag)
-        if resolution.spec is None:
-            kind = "ambiguous" if resolution.kind == "ambiguous" else "unknown"
-            problems.append(f"{argument.flag} is {kind} in sglang {catalog.version}")
-            continue
-        problem = catalog.check_value(argument.flag, argument.value)
-        if problem:
-            problems.append(problem)
-        long = resolution.spec.long
-        if long in seen and resolution.spec.action != "append":
-            problems.append(f"{long} is given twice")
-        seen.add(long)
-    return problems

@@ -23,8 +23,8 @@ from analyzer.engine.scan import (
     TAIL_LINES,
     USAGE_START,
     Scanner,
-    split_prefix,
 )
+from analyzer.sglang.log_format import split_prefix
 
 try:
     from ahocorasick_rs import BytesAhoCorasick

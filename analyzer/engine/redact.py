@@ -24,7 +24,7 @@ from analyzer.core.model import (
 
 if TYPE_CHECKING:
     from analyzer.metrics.compare import Comparison
-    from analyzer.metrics.extract import RunMetrics
+    from analyzer.metrics.results import RunMetrics
 
 MASK = "***"
 # Each pattern keeps group `keep` and masks group `secret`; no look-behinds, so a

@@ -14,8 +14,10 @@ from analyzer.core.model import SCHEMA_VERSION, Incident
 from analyzer.formats.json_report import incident_dict
 from analyzer.formats.report_text import printable
 from analyzer.formats.terminal import clean
+from analyzer.metrics.batch_lines import format_ms
 from analyzer.metrics.compare import Comparison, median_throughput
-from analyzer.metrics.extract import CONFIG_KEYS, RunMetrics, StartupPhase, Stat, format_ms
+from analyzer.metrics.results import RunMetrics, StartupPhase, Stat
+from analyzer.metrics.startup import CONFIG_KEYS
 
 CONFIG_LABELS = {
     "model": "model",

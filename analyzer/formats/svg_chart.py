@@ -11,7 +11,7 @@ import math
 from collections.abc import Callable, Sequence
 from html import escape
 
-from analyzer.metrics.extract import RunMetrics
+from analyzer.metrics.results import RunMetrics
 
 PALETTE = ("#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c")
 Point = tuple[float, float | None]

@@ -1,6 +1,6 @@
 """Runs side by side: which configuration is fastest, and does speculation pay off?
 
-Takes RunMetrics (analyzer.metrics.extract) and returns a Comparison: the configuration keys
+Takes RunMetrics (analyzer.metrics.results) and returns a Comparison: the configuration keys
 that differ, the best run, each speculative run's speed-up against a run without
 speculation, and `spec_slowdown` findings as Incidents, so they render like any other.
 
@@ -17,7 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from analyzer.core.model import Incident
-from analyzer.metrics.extract import CONFIG_KEYS, RunMetrics
+from analyzer.metrics.results import RunMetrics
+from analyzer.metrics.startup import CONFIG_KEYS
 
 RULE_CLASS = "spec_slowdown"
 RULE_ID = "spec-slowdown"

@@ -485,7 +485,8 @@ def _sibling_plan(flag: str, path: str) -> FixPlan:
     return FixPlan([Edit("set", flag, value=new)], [f"{path} does not exist; {new} does"], [flag])
 
 
-FIXES: dict[str, Callable[[Finding, FixContext], FixPlan]] = {
+# The fixes of failures; analyzer/rulebook/registry.py joins them with intent_fixes.py's.
+FLAG_FIXES: dict[str, Callable[[Finding, FixContext], FixPlan]] = {
     "move_port": move_port,
     "nearest_path": nearest_path,
     "respect_bound": respect_bound,
@@ -497,6 +498,3 @@ FIXES: dict[str, Callable[[Finding, FixContext], FixPlan]] = {
     "eagle3_algorithm": eagle3_algorithm,
     "memory_fix": memory_fix,
 }
-
-# The silent-misconfiguration fixes register themselves into FIXES (see intent_fixes.py).
-from analyzer.rulebook import intent_fixes  # noqa: E402, F401

@@ -13,7 +13,6 @@ from collections.abc import Callable
 import regex
 
 from analyzer.core.model import Edit, Finding
-from analyzer.rulebook.fixes import FIXES as REGISTRY
 from analyzer.rulebook.fixes import FixContext, FixPlan
 
 BRACES = regex.compile(r"^(?P<pre>[^{]*)\{(?P<alts>[^}]+)\}(?P<post>[^=\s]*)(?:=(?P<value>\S+))?$")
@@ -204,7 +203,7 @@ def _int(value: str | None, default: int) -> int:
         return default
 
 
-FIXES: dict[str, Callable[[Finding, FixContext], FixPlan]] = {
+INTENT_FIXES: dict[str, Callable[[Finding, FixContext], FixPlan]] = {
     "pin_adjusted_value": pin_adjusted_value,
     "replace_deprecated": replace_deprecated,
     "per_rank_chunked_prefill": per_rank_chunked_prefill,
@@ -213,4 +212,3 @@ FIXES: dict[str, Callable[[Finding, FixContext], FixPlan]] = {
 }
 # Registered here rather than in fixes.py: fixes.py imports this module at its end, and
 # whichever of the two is imported first, this line runs once both are complete.
-REGISTRY.update(FIXES)

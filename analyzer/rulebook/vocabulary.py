@@ -206,13 +206,13 @@ def _check_group(rule: Rule) -> None:
 
 
 def _check_functions(rule: Rule) -> None:
-    from analyzer.rulebook import fixes
     from analyzer.rulebook import logic as rulelogic
+    from analyzer.rulebook import registry
 
     if rule.logic and rule.logic not in rulelogic.LOGIC:
         raise ValueError(f"logic {rule.logic!r} is not a function in analyzer/rulebook/logic.py")
-    if rule.fix and rule.fix not in fixes.FIXES:
-        raise ValueError(f"fix {rule.fix!r} is not a function in analyzer/rulebook/fixes.py")
+    if rule.fix and rule.fix not in registry.FIXES:
+        raise ValueError(f"fix {rule.fix!r} is not a fix function (analyzer/rulebook/registry.py)")
 
 
 def _check_choice(key: str, value: Any, allowed: tuple[str, ...]) -> None:

@@ -21,11 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from analyzer.core.model import Edit, Finding, Line, Match
-from analyzer.engine.correct import validate
 from analyzer.engine.redact import redact_text
 from analyzer.formats.terminal import CONTROL
-from analyzer.rulebook.fixes import FIXES, FixContext, FixPlan, late_choices
+from analyzer.rulebook.fixes import FixContext, FixPlan, late_choices
+from analyzer.rulebook.registry import FIXES
 from analyzer.sglang.catalog import FlagCatalog, FlagSpec
+from analyzer.sglang.catalog_check import validate
 from analyzer.sglang.launch_command import LaunchCommand, parse_launch_command
 
 EAGLE_FAMILY = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE")

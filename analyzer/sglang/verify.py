@@ -163,8 +163,8 @@ def _ask_sglang(
 
 def catalog_check(command_text: str, version: str | None = None) -> str:
     """The fallback verdict: what the shipped flag catalog finds wrong, in one line."""
-    from analyzer.engine.correct import validate
     from analyzer.sglang.catalog import CatalogError, load_catalog
+    from analyzer.sglang.catalog_check import validate
 
     try:
         catalog = load_catalog(version)

@@ -15,26 +15,43 @@ and only the attempts' evidence stays in memory.
 
 from __future__ import annotations
 
-import os
 import shlex
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from fnmatch import fnmatch
+from dataclasses import dataclass
 from typing import Any
 
 import regex
 
 from analyzer.core.model import Line
-from analyzer.engine.scan import MAX_STATED_VERSIONS, READY_MARKER, stated_version
-from analyzer.sglang.launch_command import LaunchCommand, parse_launch_command
+from analyzer.engine.scan import MAX_STATED_VERSIONS
+from analyzer.sglang.launch_command import parse_launch_command
+from analyzer.sglang.log_format import stated_version
 from analyzer.transcripts import diagnostics, shell
+from analyzer.transcripts.command_reading import (
+    ENTRY_MODULES,
+    HELP_FLAGS,
+    LOOPS,
+    balanced,
+    command_ref,
+    interpreter_of,
+    is_entry,
+    is_entry_command,
+    kills_server,
+    log_path_of,
+    output_sections,
+    same_file,
+    statement_lines,
+    strip_grep_prefix,
+    subtree,
+)
 from analyzer.transcripts.diagnostics import NumberedLine
 from analyzer.transcripts.model import Event, FileWrite, ShellCall, UserMessage
+from analyzer.transcripts.session import Attempt, Launch, LogView, Observation, Session
 
 TakesValue = Callable[[str], "bool | None"]
 
-READY_SIGNS = (READY_MARKER, "Uvicorn running on")
+
 LOG_READERS = frozenset(
     {
         "cat",
@@ -52,21 +69,32 @@ LOG_READERS = frozenset(
         "bat",
     }
 )
+
+
 PARTIAL_READERS = frozenset({"tail", "head", "grep", "egrep", "fgrep", "rg", "awk", "sed"})
+
+
 PROCESS_TOOLS = frozenset({"pgrep", "ps"})
+
+
 KILLERS = frozenset({"kill", "pkill", "killall", "fuser"})
-LOOPS = frozenset({"for", "while", "until"})
-ENTRY_MODULES = frozenset({"sglang.launch_server", "sglang_router.launch_server"})
-PYTHON = regex.compile(r"python(?:\d+(?:\.\d+)*)?")
-HELP_FLAGS = frozenset({"--help", "-h", "--version"})
+
+
 BARE_VERSION = regex.compile(r"^\d+\.\d+\.\d+(?:\.post\d+)?$")
+
+
 LOGGY = regex.compile(r"(?:\.log|\.out|\.err|\.txt)$|log")
-MARKER_TEXT = regex.compile(r"^[-=#*_~+. ]*[\w .:/()\[\]-]{0,60}[-=#*_~+. ]*$")
+
+
 USER_REPORT = regex.compile(
     r"(?i)\b(?:crash(?:ed|es|ing)?|died|dead|down|killed|oom|not (?:up|starting|responding)"
     r"|hangs?|hanging|hung|stuck|fail(?:ed|s|ing)?|broke(?:n)?|no response|timed? ?out)\b"
 )
+
+
 HANG_WORDS = regex.compile(r"(?i)\b(?:hangs?|hanging|hung|stuck|no response|timed? ?out)\b")
+
+
 SHELL_ERRORS = (
     ("nohup_failed", regex.compile(r"nohup: failed to run command [‘'`](?P<what>[^’'`]+)[’'`]: (?P<why>.+)")),
     ("no_module", regex.compile(r"(?P<what>\S*python[\d.]*): No module named (?P<module>\S+)")),
@@ -77,97 +105,24 @@ SHELL_ERRORS = (
     ("syntax", regex.compile(r"(?:bash|sh|zsh)(?:: -c)?: (?:line \d+: )?(?P<what>syntax error.*|unexpected EOF while looking for matching .+)")),
     ("ssh_failed", regex.compile(r"(?P<what>ssh: (?:connect to host .+|Could not resolve hostname .+)|Permission denied \(publickey.*\))")),
 )  # fmt: skip
+
+
 MAX_ATTEMPTS = 500
+
+
 MAX_VIEWS = 50
+
+
 MAX_VIEW_LINES = 20_000
+
+
 VIEW_HEAD_LINES = 2_000
+
+
 MAX_OBSERVATIONS = 200
+
+
 MAX_COMMAND_CHARS = 200_000
-
-
-@dataclass
-class LogView:
-    """Log text the session saw for an attempt: the launch's own output or a later look."""
-
-    how: str
-    command: str
-    lines: list[NumberedLine]
-    ref: str | None
-    timestamp: str | None
-    partial: bool
-
-
-@dataclass
-class Observation:
-    """One diagnostic fact, with the transcript lines it rests on.
-
-    kind: ls | processes | gpus | health | kill | kernel_kill | shell_error | user
-    """
-
-    kind: str
-    data: Any
-    lines: list[NumberedLine]
-    ref: str | None
-    timestamp: str | None
-    command: str = ""
-    command_line: NumberedLine | None = None
-
-
-@dataclass
-class Launch:
-    """Where and how an attempt was launched.
-
-    `text` is what the session ran (the statement holding the launch; for a script, the
-    script's launch line); `parsed` is SGLang's command read from it (None when the shell
-    text is too broken to read one); `problems` are shell readings nobody meant.
-    """
-
-    call: ShellCall
-    text: str
-    parsed: LaunchCommand | None
-    log_path: str | None
-    background: bool
-    problems: list[shell.Problem]
-    lines: list[tuple[NumberedLine, str | None]]
-    ref: str | None
-    script: str | None = None
-    interpreter: str | None = None
-
-
-@dataclass
-class Attempt:
-    number: int
-    launch: Launch
-    views: list[LogView] = field(default_factory=list)
-    observations: list[Observation] = field(default_factory=list)
-    gpus_before: Observation | None = None
-    dropped_views: int = 0
-
-    @property
-    def timestamp(self) -> str | None:
-        return self.launch.call.timestamp
-
-    def launch_lines(self, source: str) -> list[Line]:
-        """The transcript lines of the launch command (ref: the record's command)."""
-        return [Line(source, n, t, t, ref=ref) for (n, t), ref in self.launch.lines]
-
-    def of_kind(self, kind: str) -> list[Observation]:
-        return [o for o in self.observations if o.kind == kind]
-
-    def ready(self) -> bool:
-        """The server came up: its ready line was seen or a health poll answered."""
-        if any(sign in text for v in self.views for _, text in v.lines for sign in READY_SIGNS):
-            return True
-        return any(o.data.ok for o in self.of_kind("health"))
-
-
-@dataclass
-class Session:
-    attempts: list[Attempt]
-    notes: list[str]
-    made_dirs: set[str]
-    # versions the session's commands printed (pip, sglang.__version__), in order
-    stated_versions: list[tuple[str, Line]] = field(default_factory=list)
 
 
 @dataclass
@@ -280,7 +235,7 @@ class SessionBuilder:
 
     def _find_launch(self, call: ShellCall, level: shell.Level) -> Launch | None:
         for top in level.commands:
-            for command, where in _subtree(top, level):
+            for command, where in subtree(top, level):
                 found = self._launch_at(call, level, top, command, where)
                 if found is not None:
                     return found if found.text else None
@@ -302,10 +257,10 @@ class SessionBuilder:
         if command.child is not None and command.leftover:
             lost = [w.value for w in command.leftover]
             if any(m in " ".join(lost) for m in ENTRY_MODULES):
-                script = shlex.split(command.child.text) if _balanced(command.child.text) else []
+                script = shlex.split(command.child.text) if balanced(command.child.text) else []
                 return self._launch(call, level, top, command, where, shlex.join([*script, *lost]))
             return None
-        if _is_entry(words):
+        if is_entry(words):
             if HELP_FLAGS & set(words):
                 return Launch(call, "", None, None, False, [], [], call.ref)
             return self._launch(call, level, top, command, where, None)
@@ -327,13 +282,13 @@ class SessionBuilder:
         parsed = parse_launch_command(text, self.takes_value)
         if parsed is None and rebuilt:
             parsed = parse_launch_command(rebuilt, self.takes_value)
-        lines = [(ln, command_ref(call.ref)) for ln in _statement_lines(call, level, top)]
-        interpreter = _interpreter(command)
+        lines = [(ln, command_ref(call.ref)) for ln in statement_lines(call, level, top)]
+        interpreter = interpreter_of(command)
         return Launch(
             call,
             text,
             parsed,
-            _log_path(where, command),
+            log_path_of(where, command),
             any(shell.backgrounded(lv, c) for lv, c in shell.outward(where, command)),
             level.all_problems(),
             lines,
@@ -371,9 +326,9 @@ class SessionBuilder:
         path, script = found
         inner = shell.parse(script.text)
         for inner_top in inner.commands:
-            for command, inner_where in _subtree(inner_top, inner):
+            for command, inner_where in subtree(inner_top, inner):
                 index = shell.head(command)
-                if index is None or not _is_entry(command.values[index:]):
+                if index is None or not is_entry(command.values[index:]):
                     continue
                 text = inner.statement_text(inner_top)
                 offset = script.text.find(text)
@@ -382,12 +337,12 @@ class SessionBuilder:
                     ((first + k, t), command_ref(script.ref))
                     for k, t in enumerate(text.split("\n"))
                 ]
-                log_path = _log_path(inner_where, command) or _log_path(where, runner)
+                log_path = log_path_of(inner_where, command) or log_path_of(where, runner)
                 background = shell.backgrounded(inner_where, command) or any(
                     shell.backgrounded(lv, c) for lv, c in shell.outward(where, runner)
                 )
                 runner_lines = [
-                    (ln, command_ref(call.ref)) for ln in _statement_lines(call, level, top)
+                    (ln, command_ref(call.ref)) for ln in statement_lines(call, level, top)
                 ]
                 return Launch(
                     call,
@@ -399,7 +354,7 @@ class SessionBuilder:
                     [*runner_lines, *lines],
                     script.ref or call.ref,
                     script=path,
-                    interpreter=_interpreter(command),
+                    interpreter=interpreter_of(command),
                 )
         return None
 
@@ -408,7 +363,7 @@ class SessionBuilder:
     def _read_output(self, call: ShellCall, level: shell.Level, launch: Launch | None) -> None:
         numbered = list(call.output_lines())
         self.before_launch = launch is not None
-        for commands, lines in _sections(level, numbered):
+        for commands, lines in output_sections(level, numbered):
             self._section(call, commands, lines, launch)
         self.before_launch = False
 
@@ -429,7 +384,7 @@ class SessionBuilder:
             index = shell.head(first) or 0
             arguments = first.values[index + 1 :]
             text = " | ".join(" ".join(c.values) for c, _ in pipeline)
-            if launch is not None and any(_is_entry_command(c) for c, _ in pipeline):
+            if launch is not None and any(is_entry_command(c) for c, _ in pipeline):
                 launched_here = True
                 self.before_launch = False
             elif program in ("ls", "stat"):
@@ -458,7 +413,7 @@ class SessionBuilder:
                 kills = diagnostics.kernel_kills(lines)
                 if kills:
                     self._observe(_seen("kernel_kill", kills, kills, call, text))
-            elif program in KILLERS and _kills_server(first.values):
+            elif program in KILLERS and kills_server(first.values):
                 self.last_gpus = None
                 if self.before_launch:
                     self.attempts[-1].gpus_before = None
@@ -510,7 +465,7 @@ class SessionBuilder:
                 result.lines.append((number, line))
                 self._observe(_seen("ls", result, [(number, line)], call, text))
                 continue
-            shown.append((number, _strip_grep_prefix(line, arguments, paths)))
+            shown.append((number, strip_grep_prefix(line, arguments, paths)))
         self._shell_errors(call, shown)
         if shown:
             self._add_view(
@@ -579,184 +534,3 @@ def build_session(events: Iterable[Event], takes_value: TakesValue | None = None
     for event in events:
         builder.feed(event)
     return builder.finish()
-
-
-# --------------------------------------------------------------------------- helpers
-
-
-def command_ref(ref: str | None) -> str | None:
-    """Refs name a record's output; its command (or a script's text) is `REF:command`."""
-    return f"{ref}:command" if ref else None
-
-
-def _subtree(top: shell.Command, level: shell.Level):
-    yield top, level
-    if top.child is not None:
-        yield from top.child.walk()
-
-
-def _is_entry(words: list[str]) -> bool:
-    """`python[3] [opts] -m sglang.launch_server`, `sglang serve`, also after `uv run` etc."""
-    for i, word in enumerate(words[:6]):
-        base = shell.basename(word)
-        if base == "sglang" and i + 1 < len(words) and words[i + 1] == "serve":
-            return True
-        if PYTHON.fullmatch(base):
-            rest = words[i + 1 : i + 5]
-            return (
-                "-m" in rest
-                and rest.index("-m") + 1 < len(rest)
-                and (rest[rest.index("-m") + 1] in ENTRY_MODULES)
-            )
-    return False
-
-
-def _is_entry_command(command: shell.Command) -> bool:
-    index = shell.head(command)
-    if index is not None and _is_entry(command.values[index:]):
-        return True
-    if command.leftover and any(m in w.value for w in command.leftover for m in ENTRY_MODULES):
-        return True
-    return command.child is not None and any(
-        _is_entry_command(inner) for inner, _ in command.child.walk()
-    )
-
-
-def _interpreter(command: shell.Command) -> str | None:
-    index = shell.head(command)
-    if index is None:
-        return None
-    words = command.values[index:]
-    for word in words[:6]:
-        if PYTHON.fullmatch(shell.basename(word)) or shell.basename(word) == "sglang":
-            return word
-    return words[0] if words else None
-
-
-def _log_path(where: shell.Level, command: shell.Command) -> str | None:
-    """The innermost redirection of the launch's output, made absolute by a preceding cd."""
-    for level, outer in shell.outward(where, command):
-        target = shell.output_file(level, outer)
-        if target:
-            return _absolute(target, where, command)
-    return None
-
-
-def _absolute(path: str, where: shell.Level, command: shell.Command) -> str:
-    if path.startswith(("/", "~", "$")):
-        return path
-    for level, outer in shell.outward(where, command):
-        position = level.commands.index(outer)
-        for earlier in reversed(level.commands[:position]):
-            if shell.program(earlier) == "cd" and len(earlier.values) > 1:
-                folder = earlier.values[1]
-                if folder.startswith("/"):
-                    return os.path.normpath(f"{folder}/{path}")
-    return path
-
-
-def same_file(word: str, log: str) -> bool:
-    if word == log or fnmatch(log, word):
-        return True
-    if not word.startswith("/") or not log.startswith("/"):
-        return shell.basename(word) == shell.basename(log) or fnmatch(
-            shell.basename(log), shell.basename(word)
-        )
-    return False
-
-
-def _kills_server(words: list[str]) -> bool:
-    target = " ".join(words[1:])
-    return bool(regex.search(r"sglang|launch_server|python|\$\(|\d{2,}", target))
-
-
-def _statement_lines(call: ShellCall, level: shell.Level, top: shell.Command) -> list[NumberedLine]:
-    start, end = level.statements[top.statement]
-    first = call.command.count("\n", 0, start)
-    wanted = range(first, first + level.text.count("\n", start, end) + 1)
-    return [(n, t) for k, (n, t) in enumerate(call.command_lines()) if k in wanted]
-
-
-def _balanced(text: str) -> bool:
-    try:
-        shlex.split(text)
-    except ValueError:
-        return False
-    return True
-
-
-def _strip_grep_prefix(line: str, arguments: list[str], paths: list[str]) -> str:
-    """`grep -n` prints `123:`; several files print `path:` first."""
-    for path in paths:
-        if line.startswith(path + ":") or line.startswith(path + "-"):
-            line = line[len(path) + 1 :]
-            break
-    if any(a.startswith("-") and not a.startswith("--") and "n" in a for a in arguments):
-        found = regex.match(r"^\d+[:-]", line)
-        if found:
-            return line[found.end() :]
-    return line
-
-
-def _sections(
-    level: shell.Level, lines: list[NumberedLine]
-) -> list[tuple[list[list[tuple[shell.Command, shell.Level]]], list[NumberedLine]]]:
-    """Split a call's output into the parts each group of commands printed.
-
-    Groups are separated by `echo MARKER` commands whose MARKER line appears in the output;
-    without markers the whole output is one section.
-    """
-    pipelines = _pipelines(level)
-    sections: list[tuple[list[list[tuple[shell.Command, shell.Level]]], list[NumberedLine]]] = []
-    group: list[list[tuple[shell.Command, shell.Level]]] = []
-    position = 0
-    loops = 0
-    previous_term: str | None = ";"
-    for pipeline in pipelines:
-        first = pipeline[0][0]
-        loops += shell.program(first) in LOOPS
-        loops -= sum(c.values.count("done") for c, _ in pipeline)
-        standalone = loops <= 0 and previous_term in (";", "\n", None)
-        previous_term = pipeline[-1][0].term
-        marker = _marker(pipeline) if standalone else None
-        if marker is None:
-            group.append(pipeline)
-            continue
-        found = next(
-            (k for k in range(position, len(lines)) if lines[k][1].strip() == marker), None
-        )
-        if found is None:
-            continue
-        sections.append((group, lines[position:found]))
-        group, position = [], found + 1
-    sections.append((group, lines[position:]))
-    return [(g, ls) for g, ls in sections if g]
-
-
-def _pipelines(level: shell.Level) -> list[list[tuple[shell.Command, shell.Level]]]:
-    """Leaf commands (ssh/bash -c openers replaced by what they run), grouped by pipes."""
-    leaves = [
-        (c, lv)
-        for c, lv in level.walk()
-        if c.child is None or any(m in w.value for w in c.leftover for m in ENTRY_MODULES)
-    ]
-    pipelines: list[list[tuple[shell.Command, shell.Level]]] = []
-    for command, where in leaves:
-        if pipelines and pipelines[-1][-1][0].term in ("|", "|&") and pipelines[-1][-1][1] is where:
-            pipelines[-1].append((command, where))
-        else:
-            pipelines.append([(command, where)])
-    return pipelines
-
-
-def _marker(pipeline: list[tuple[shell.Command, shell.Level]]) -> str | None:
-    if len(pipeline) != 1:
-        return None
-    command = pipeline[0][0]
-    if shell.program(command) not in ("echo", "printf") or command.redirects:
-        return None
-    words = [w for w in command.values[1:] if w not in ("-e", "-n", "-E")]
-    text = " ".join(words).replace("\\n", "").strip()
-    if not text or "$" in text or not MARKER_TEXT.fullmatch(text):
-        return None
-    return text

@@ -44,6 +44,11 @@ def opencode_storage_root(path: Path) -> Path | None:
     return None
 
 
+def is_transcript_folder(path: Path) -> bool:
+    """An opencode storage folder is one input (a session transcript), not a log folder."""
+    return opencode_storage_root(path) is not None
+
+
 def detect_kind(text_input: TextInput) -> str | None:
     """The transcript kind of one input, or None for a log (stdin is never sniffed)."""
     path = text_input.file

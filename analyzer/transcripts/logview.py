@@ -14,8 +14,9 @@ import dataclasses
 from collections.abc import Sequence
 
 from analyzer.core.model import InputSummary, ScannedLog, UsageDump
-from analyzer.engine.scan import ARGPARSE_ERROR, Scanner, split_prefix
-from analyzer.transcripts.attempts import LogView
+from analyzer.engine.scan import ARGPARSE_ERROR, Scanner
+from analyzer.sglang.log_format import split_prefix
+from analyzer.transcripts.session import LogView
 
 SGLANG_PROGRAMS = ("sglang", "launch_server")
 

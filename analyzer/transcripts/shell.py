@@ -19,13 +19,8 @@ from dataclasses import dataclass, field
 
 import regex
 
-from analyzer.sglang.launch_command import expansion_end
+from analyzer.core.shell_words import ShellLexer, Token
 
-WORD_END = frozenset(" \t\r\n;&|<>()")
-OPERATOR = regex.compile(
-    r"\d*[<>]&(?:\d+|-)(?=[\s;&|<>()]|$)|&>>|&>|\d*>>|\d*>\||\d*<<<|\d*<<-|\d*<<|\d*<>|\d*>|\d*<"
-    r"|\|\||\|&|\||&&|;;|;|&|\(|\)|\n"
-)
 DUPLICATION = regex.compile(r"\d*[<>]&(?:\d+|-)")
 STDOUT = regex.compile(r"(?:1?(?:>>|>\||>)|&>>|&>)")
 STDERR = regex.compile(r"2(?:>>|>\||>)")
@@ -137,7 +132,7 @@ def parse(
 ) -> Level:
     """Read `text` as a shell would, opening `ssh` and `bash -c` strings as inner levels."""
     level = Level(text, via, parent=parent, opener=opener)
-    tokens = _Lexer(text, level).run()
+    tokens = _tokens(text, level)
     level.commands, level.statements = _commands(tokens)
     if depth < MAX_DEPTH:
         for command in level.commands:
@@ -272,139 +267,21 @@ def _short(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-# --------------------------------------------------------------------------- lexer
+# --------------------------------------------------------------------------- tokens
 
 
-@dataclass
-class _Token:
-    kind: str  # word | op | heredoc
-    value: str
-    start: int
-    end: int
-    quotes: str = ""
+def _tokens(text: str, level: Level) -> list[Token]:
+    """The shared lexer's tokens, heredocs read, unclosed quotes noted as the level's problems."""
 
-
-class _Lexer:
-    """Words, operators and heredoc bodies; lenient: an open quote runs to the end."""
-
-    def __init__(self, text: str, level: Level) -> None:
-        self.text = text
-        self.level = level
-        self.i = 0
-        self.tokens: list[_Token] = []
-        self.heredocs: list[tuple[str, bool]] = []
-        self.expect_delimiter: bool | None = None
-
-    def run(self) -> list[_Token]:
-        text = self.text
-        while self.i < len(text):
-            char = text[self.i]
-            if char in " \t\r":
-                self.i += 1
-            elif text.startswith("\\\n", self.i):
-                self.i += 2
-            elif char == "#" and (self.i == 0 or text[self.i - 1] in " \t\n;&|()"):
-                newline = text.find("\n", self.i)
-                self.i = len(text) if newline < 0 else newline
-            elif op := OPERATOR.match(text, self.i):
-                self._operator(op.group(), op.start(), op.end())
-            else:
-                self._word()
-        return self.tokens
-
-    def _operator(self, value: str, start: int, end: int) -> None:
-        self.tokens.append(_Token("op", value, start, end))
-        self.i = end
-        if value.endswith(("<<", "<<-")) and not value.endswith("<<<"):
-            self.expect_delimiter = value.endswith("-")
-        elif value == "\n" and self.heredocs:
-            self._heredoc_bodies()
-
-    def _heredoc_bodies(self) -> None:
-        for delimiter, strip_tabs in self.heredocs:
-            start = self.i
-            body: list[str] = []
-            while self.i < len(self.text):
-                newline = self.text.find("\n", self.i)
-                end = len(self.text) if newline < 0 else newline
-                line = self.text[self.i : end]
-                self.i = end + 1 if newline >= 0 else end
-                if (line.lstrip("\t") if strip_tabs else line) == delimiter:
-                    break
-                body.append(line)
-            self.tokens.append(_Token("heredoc", "\n".join(body), start, self.i))
-        self.heredocs = []
-
-    def _word(self) -> None:
-        text, start = self.text, self.i
-        chars: list[str] = []
-        quotes = ""
-        while self.i < len(text) and text[self.i] not in WORD_END:
-            char = text[self.i]
-            if char == "\\":
-                if text.startswith("\\\n", self.i):
-                    self.i += 2
-                    continue
-                chars.append(text[self.i + 1 : self.i + 2])
-                self.i += 2
-            elif char == "'" or text.startswith("$'", self.i):
-                self.i += 1 if char == "'" else 2
-                quotes += "'"
-                chars.append(self._until("'", start))
-            elif char == '"':
-                self.i += 1
-                quotes += '"'
-                chars.append(self._double(start))
-            elif char == "`" or text.startswith(("$(", "${"), self.i):
-                end = expansion_end(text, self.i)
-                chars.append(text[self.i : end])
-                self.i = end
-            else:
-                chars.append(char)
-                self.i += 1
-        value = "".join(chars)
-        if self.expect_delimiter is not None:
-            self.heredocs.append((value, self.expect_delimiter))
-            self.expect_delimiter = None
-        self.tokens.append(_Token("word", value, start, self.i, quotes))
-
-    def _until(self, quote: str, word_start: int) -> str:
-        close = self.text.find(quote, self.i)
-        if close < 0:
-            self._unterminated(self.i - 1)
-            value, self.i = self.text[self.i :], len(self.text)
-            return value
-        value, self.i = self.text[self.i : close], close + 1
-        return value
-
-    def _double(self, word_start: int) -> str:
-        text, out = self.text, []
-        opened = self.i - 1
-        while self.i < len(text) and text[self.i] != '"':
-            char = text[self.i]
-            if char == "\\" and self.i + 1 < len(text) and text[self.i + 1] in '$`"\\\n':
-                if text[self.i + 1] != "\n":
-                    out.append(text[self.i + 1])
-                self.i += 2
-            elif char == "`" or text.startswith(("$(", "${"), self.i):
-                end = expansion_end(text, self.i)
-                out.append(text[self.i : end])
-                self.i = end
-            else:
-                out.append(char)
-                self.i += 1
-        if self.i >= len(text):
-            self._unterminated(opened)
-        self.i = min(self.i + 1, len(text))
-        return "".join(out)
-
-    def _unterminated(self, at: int) -> None:
-        quote = self.text[at]
+    def unterminated(at: int) -> None:
+        quote = text[at]
         detail = f"the {quote} opened here never closes: the shell waits for more input or fails"
-        self.level.problems.append(Problem("unterminated_quote", detail, self.level, (at, at + 1)))
+        level.problems.append(Problem("unterminated_quote", detail, level, (at, at + 1)))
+
+    return ShellLexer(text, heredocs=True, on_unterminated=unterminated).run()
 
 
-def _commands(tokens: list[_Token]) -> tuple[list[Command], list[tuple[int, int]]]:
+def _commands(tokens: list[Token]) -> tuple[list[Command], list[tuple[int, int]]]:
     """Group tokens into simple commands and newline-separated statements."""
     commands: list[Command] = []
     spans: list[list[int]] = [[-1, -1]]

@@ -16,7 +16,7 @@ from typing import IO
 
 import regex
 
-from analyzer.engine.scan import ANSI
+from analyzer.sglang.log_format import ANSI
 from analyzer.transcripts.model import ShellCall, Transcript
 
 PROMPT = regex.compile(

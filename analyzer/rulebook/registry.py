@@ -1,0 +1,12 @@
+"""Every fix function a rule can name with `fix = "..."`, by name: one registry for both
+the fixes of failures (fixes.py) and of silent misconfigurations (intent_fixes.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from analyzer.core.model import Finding
+from analyzer.rulebook.fixes import FLAG_FIXES, FixContext, FixPlan
+from analyzer.rulebook.intent_fixes import INTENT_FIXES
+
+FIXES: dict[str, Callable[[Finding, FixContext], FixPlan]] = {**FLAG_FIXES, **INTENT_FIXES}
