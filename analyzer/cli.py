@@ -121,6 +121,10 @@ def analyze(
     verify: Annotated[
         bool, typer.Option("--verify", help="Check corrected commands with the installed SGLang.")
     ] = False,
+    session: Annotated[
+        str | None,
+        typer.Option("--session", help="opencode storage/database: the session to read."),
+    ] = None,
 ) -> None:
     """Analyze SGLang logs: what failed, which flag, and the corrected command."""
     from analyzer.pipeline import Options
@@ -131,6 +135,7 @@ def analyze(
         options = Options(rules or [], launch, sglang_version, not no_redact)
         options.input_format = input_format.value
         options.verify = verify
+        options.session = session
         options.metrics = format is Format.html or html is not None
         report = run(paths, options)
         _emit(report, format, output, paths)
