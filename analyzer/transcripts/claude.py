@@ -82,6 +82,8 @@ def read_claude(
             bad += raw.strip() != b""
             continue
         if merged is None and isinstance(record.get("sessionId"), str):
+            assert path is not None
+            session.folders.append(path.parent / record["sessionId"])
             merged = _subagent_events(path, record["sessionId"], session, transcript)
         if merged and isinstance(record.get("timestamp"), str):
             while merged and merged[0][0] <= record["timestamp"]:
@@ -108,7 +110,8 @@ def _subagent_events(
     found: list[tuple[str, Event]] = []
     files = tasks.subagent_files(path, session_id)
     for file in files:
-        session = _Session(parent.folders[0] if parent.folders else None, subagent=True)
+        session = _Session(None, subagent=True)
+        session.folders = list(parent.folders)
         try:
             with open(file, "rb") as stream:
                 for number, raw in enumerate(stream, start=1):
