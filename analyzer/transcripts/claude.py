@@ -19,6 +19,7 @@ Read line by line; a record only lives until its tool call is answered.
 from __future__ import annotations
 
 import json
+from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -74,7 +75,7 @@ def read_claude(
 
     With the session file's path, its sub-agents' calls are merged in by time."""
     session = _Session(path.parent if path is not None else None)
-    merged: list[tuple[str, Event]] | None = None if path is not None else []
+    merged: deque[tuple[str, Event]] | None = None if path is not None else deque()
     bad = number = 0
     for number, raw in enumerate(stream, start=1):
         record = _record(raw)
@@ -87,7 +88,7 @@ def read_claude(
             merged = _subagent_events(path, record["sessionId"], session, transcript)
         if merged and isinstance(record.get("timestamp"), str):
             while merged and merged[0][0] <= record["timestamp"]:
-                yield merged.pop(0)[1]
+                yield merged.popleft()[1]
         yield from _events(record, number, session)
     yield from (event for _, event in merged or ())
     yield from _unanswered(session)
@@ -103,10 +104,10 @@ def read_claude(
 
 def _subagent_events(
     path: Path | None, session_id: str, parent: _Session, transcript: Transcript
-) -> list[tuple[str, Event]]:
+) -> deque[tuple[str, Event]]:
     """Every sub-agent's events, with the time of the record that gave each, by time."""
     if path is None:
-        return []
+        return deque()
     found: list[tuple[str, Event]] = []
     files = tasks.subagent_files(path, session_id)
     for file in files:
@@ -128,7 +129,7 @@ def _subagent_events(
         parent.previews += session.previews
     if files:
         transcript.notes.append(f"{len(files)} sub-agent transcript(s) read with the session")
-    return sorted(found, key=lambda pair: pair[0])
+    return deque(sorted(found, key=lambda pair: pair[0]))
 
 
 def _unanswered(session: _Session) -> Iterator[Event]:
