@@ -111,6 +111,9 @@ InputFormatOption = Annotated[
 VerifyOption = Annotated[
     bool, typer.Option("--verify", help="Check corrected commands with the installed SGLang.")
 ]
+SessionOption = Annotated[
+    str | None, typer.Option("--session", help="opencode storage/database: the session to read.")
+]
 
 
 def _options(
@@ -122,6 +125,7 @@ def _options(
     input_format: InputFormat,
     verify: bool,
     metrics: bool,
+    session: str | None = None,
 ):
     """The pipeline's Options from the shared analysis options."""
     from analyzer.pipeline import Options
@@ -134,6 +138,7 @@ def _options(
         input_format=input_format.value,
         verify=verify,
         metrics=metrics,
+        session=session,
     )
 
 
@@ -159,6 +164,7 @@ def analyze(
     junit: JunitOption = None,
     input_format: InputFormatOption = InputFormat.auto,
     verify: VerifyOption = False,
+    session: SessionOption = None,
 ) -> None:
     """Analyze SGLang logs: what failed, which flag, and the corrected command."""
     from analyzer.pipeline import analyze as run
@@ -167,7 +173,7 @@ def analyze(
         wants_charts = format is Format.html or html is not None
         options = _options(
             rules, command, command_file, sglang_version, no_redact, input_format, verify,
-            wants_charts,
+            wants_charts, session,
         )  # fmt: skip
         report = run(paths, options)
         _emit(report, format, output, paths)
@@ -278,6 +284,7 @@ def ci(
     debug: DebugOption = False,
     input_format: InputFormatOption = InputFormat.auto,
     verify: VerifyOption = False,
+    session: SessionOption = None,
 ) -> None:
     """CI post-mortem: write reports, the step summary and annotations; exit 1 on failure."""
     from analyzer.formats.ci import CiRun, post_mortem
@@ -286,7 +293,7 @@ def ci(
     with one_line_errors(debug):
         options = _options(
             rules, command, command_file, sglang_version, no_redact, input_format, verify,
-            html is not None,
+            html is not None, session,
         )  # fmt: skip
         report = run(paths, options)
         reports = {"html": html, "markdown": markdown, "junit": junit, "json": json}

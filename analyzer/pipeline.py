@@ -55,6 +55,7 @@ class Options:
     input_format: str | None = None  # auto | log | opencode | claude | codex | text
     verify: bool = False  # ask the installed SGLang about every corrected command
     metrics: bool = False  # also read each log's decode metrics (for the HTML charts)
+    session: str | None = None  # the opencode session to read (default: the one active last)
 
 
 @dataclass
@@ -312,7 +313,7 @@ def _analyze_transcript(
     """Every attempt's log text through the same match/link/fix as a log, then the
     transcript-level findings and the timeline."""
     summary.kind = kind
-    transcript = read_transcript(text_input, kind)
+    transcript = read_transcript(text_input, kind, context.options.session)
     session = build_session(transcript.events, context.catalog.takes_value)
     summary.lines = transcript.lines
     summary.notes.extend([*transcript.notes, *session.notes])

@@ -208,6 +208,8 @@ class SessionBuilder:
             (a for a in reversed(self.attempts) if a.launch.call.ref == call.output_of), None
         )
         lines = [(n, t) for n, t in call.output_lines()]
+        if owner is not None and call.status == "killed":  # TaskStop, Ctrl-C to the process
+            owner.observations.append(_seen("kill", call.command, [], call, call.command))
         if owner is not None and any(t.strip() for _, t in lines):
             self._shell_errors(call, lines)
             self._add_view(

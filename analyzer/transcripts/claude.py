@@ -1,50 +1,142 @@
 """Claude Code session JSONL (~/.claude/projects/<project>/<session>.jsonl).
 
-Shape followed (Claude Code 1.x/2.x): one record per line, `{type: "user" | "assistant" |
-"summary" | "system", uuid, timestamp, message: {role, content}}`. An assistant's
-`content[]` holds `{type: "tool_use", id, name: "Bash", input: {command, description,
-run_in_background?}}`; the next user record answers it with `{type: "tool_result",
-tool_use_id, content, is_error}` and a top-level `toolUseResult: {stdout, stderr,
-interrupted}`. There is no exit-code field: a failed command's content starts with
-`Exit code N`. A background shell's output comes back through the `BashOutput` tool.
+Shape followed (Claude Code 1.x-2.1): one record per line, `{type: "user" | "assistant" |
+"summary" | "system", uuid, timestamp, message: {role, content}}`, often after
+bookkeeping lines without a uuid (`file-history-snapshot`, `permission-mode`,
+`queue-operation`), which are skipped. An assistant's `content[]` holds `{type:
+"tool_use", id, name: "Bash", input: {command, description, run_in_background?}}`; the
+next user record answers it with `{type: "tool_result", tool_use_id, content, is_error}`
+and a top-level `toolUseResult: {stdout, stderr, interrupted, backgroundTaskId?}`. There
+is no exit-code field: a failed command's content starts with `Exit code N`. A
+background shell's output comes back through `TaskOutput` (earlier `BashOutput`) or a
+`Read` of its `tasks/X.output` file, and `TaskStop` ends it (claude_tasks.py has those
+shapes, `<persisted-output>` and sub-agent files). Harness text on the user's side
+(`<task-notification>`, `<system-reminder>`, `<bash-input>`/`<bash-stdout>` of a `!`
+command, `<command-...>`) is not the user's words; a `!` command is read as a command.
 Read line by line; a record only lives until its tool call is answered.
 """
 
 from __future__ import annotations
 
 import json
+from collections import deque
 from collections.abc import Iterator
+from pathlib import Path
 from typing import IO, Any
 
 import regex
 
+from analyzer.transcripts import claude_tasks as tasks
 from analyzer.transcripts.model import Event, FileWrite, ShellCall, Transcript, UserMessage
 
 EXIT_CODE = regex.compile(r"^(?:Error: )?Exit code (?P<code>-?\d+)\b")
-BACKGROUND_ID = regex.compile(r"running in background with ID: (?P<id>\S+?)\.?\s*$", regex.M)
 # Records Claude Code adds to the user's side that the user did not type.
-NOT_TYPED = ("<command-", "<local-command-", "Caveat: ", "[Request interrupted")
+NOT_TYPED = (
+    "<command-",
+    "<local-command-",
+    "Caveat: ",
+    "[Request interrupted",
+    "<task-notification>",
+    "<bash-input>",
+    "<bash-stdout>",
+    "<bash-stderr>",
+    "<system-reminder>",
+    "<user-prompt-submit-hook>",
+    "<persisted-output>",
+)
+REMINDER = regex.compile(r"<system-reminder>.*?</system-reminder>\s*", regex.S)
+BANG_INPUT = regex.compile(r"^\s*<bash-input>(?P<command>.*?)</bash-input>\s*$", regex.S)
+BANG_OUTPUT = regex.compile(
+    r"^\s*<bash-stdout>(?P<stdout>.*?)</bash-stdout>\s*(?:<bash-stderr>(?P<stderr>.*?)</bash-stderr>)?",
+    regex.S,
+)
+OUTPUT_TOOLS = frozenset({"BashOutput", "TaskOutput", "AgentOutput"})
+STOP_TOOLS = frozenset({"TaskStop", "KillShell", "KillBash"})
 MAX_RECORD_BYTES = 256 << 20
-STREAM_TAG = regex.compile(r"<(?P<tag>stdout|stderr)>\n?(?P<text>.*?)\n?</(?P=tag)>", regex.S)
 
 
-def read_claude(stream: IO[bytes], transcript: Transcript) -> Iterator[Event]:
-    """Yield the session's events in order; a Bash call is yielded when its result arrives."""
-    pending: dict[str, tuple[dict[str, Any], str | None, int]] = {}
-    background: dict[str, str] = {}
-    bad = 0
-    number = 0
+class _Session:
+    """What reading keeps between records: unanswered calls, background shells."""
+
+    def __init__(self, folder: Path | None, subagent: bool = False) -> None:
+        self.pending: dict[str, tuple[dict[str, Any], str | None]] = {}
+        self.background: dict[str, str] = {}  # task id -> the launching tool_use id
+        self.outputs: dict[str, str] = {}  # tasks/X.output path -> the launching tool_use id
+        self.folders = [folder] if folder is not None else []
+        self.subagent = subagent
+        self.bang: tuple[str, str | None] | None = None
+        self.previews = 0
+
+
+def read_claude(
+    stream: IO[bytes], transcript: Transcript, path: Path | None = None
+) -> Iterator[Event]:
+    """Yield the session's events in order; a Bash call is yielded when its result arrives.
+
+    With the session file's path, its sub-agents' calls are merged in by time."""
+    session = _Session(path.parent if path is not None else None)
+    merged: deque[tuple[str, Event]] | None = None if path is not None else deque()
+    bad = number = 0
     for number, raw in enumerate(stream, start=1):
         record = _record(raw)
         if record is None:
             bad += raw.strip() != b""
             continue
-        yield from _events(record, number, pending, background)
-    for tool_id, (call, timestamp, _) in pending.items():
-        yield _call(call, tool_id, timestamp, "", None, "no result")
+        if merged is None and isinstance(record.get("sessionId"), str):
+            assert path is not None
+            session.folders.append(path.parent / record["sessionId"])
+            merged = _subagent_events(path, record["sessionId"], session, transcript)
+        if merged and isinstance(record.get("timestamp"), str):
+            while merged and merged[0][0] <= record["timestamp"]:
+                yield merged.popleft()[1]
+        yield from _events(record, number, session)
+    yield from (event for _, event in merged or ())
+    yield from _unanswered(session)
     transcript.lines = number
     if bad:
         transcript.notes.append(f"{bad} line(s) were not JSON records: skipped")
+    if session.previews:
+        transcript.notes.append(
+            f"{session.previews} large output(s) were persisted by Claude Code and their file "
+            "is not here: only the 2 KB preview was read"
+        )
+
+
+def _subagent_events(
+    path: Path | None, session_id: str, parent: _Session, transcript: Transcript
+) -> deque[tuple[str, Event]]:
+    """Every sub-agent's events, with the time of the record that gave each, by time."""
+    if path is None:
+        return deque()
+    found: list[tuple[str, Event]] = []
+    files = tasks.subagent_files(path, session_id)
+    for file in files:
+        session = _Session(None, subagent=True)
+        session.folders = list(parent.folders)
+        try:
+            with open(file, "rb") as stream:
+                for number, raw in enumerate(stream, start=1):
+                    record = _record(raw)
+                    if record is None:
+                        continue
+                    when = (
+                        record.get("timestamp") if isinstance(record.get("timestamp"), str) else ""
+                    )
+                    found.extend((when, e) for e in _events(record, number, session))
+        except OSError:
+            continue
+        found.extend(("~", e) for e in _unanswered(session))
+        parent.previews += session.previews
+    if files:
+        transcript.notes.append(f"{len(files)} sub-agent transcript(s) read with the session")
+    return deque(sorted(found, key=lambda pair: pair[0]))
+
+
+def _unanswered(session: _Session) -> Iterator[Event]:
+    for tool_id, (call, timestamp) in session.pending.items():
+        if call["name"] == "Bash":
+            yield _call(call, tool_id, timestamp, "", None, "no result")
+    session.pending.clear()
 
 
 def _record(raw: bytes) -> dict[str, Any] | None:
@@ -57,12 +149,7 @@ def _record(raw: bytes) -> dict[str, Any] | None:
     return record if isinstance(record, dict) else None
 
 
-def _events(
-    record: dict[str, Any],
-    number: int,
-    pending: dict[str, tuple[dict[str, Any], str | None, int]],
-    background: dict[str, str],
-) -> Iterator[Event]:
+def _events(record: dict[str, Any], number: int, session: _Session) -> Iterator[Event]:
     kind = record.get("type")
     message = record.get("message") if isinstance(record.get("message"), dict) else {}
     timestamp = record.get("timestamp") if isinstance(record.get("timestamp"), str) else None
@@ -70,37 +157,53 @@ def _events(
     if kind == "assistant" and isinstance(content, list):
         for item in content:
             if isinstance(item, dict) and item.get("type") == "tool_use":
-                yield from _tool_use(item, timestamp, number, pending)
+                yield from _tool_use(item, timestamp, number, session)
     elif kind == "user":
-        if isinstance(content, str):
-            if not record.get("isMeta") and _typed(content):
-                yield UserMessage(content, timestamp, record.get("uuid"), number)
-            return
+        texts = [content] if isinstance(content, str) else []
         for item in content if isinstance(content, list) else ():
             if not isinstance(item, dict):
                 continue
-            if item.get("type") == "text" and not record.get("isMeta") and _typed(item.get("text")):
-                yield UserMessage(item["text"], timestamp, record.get("uuid"), number)
+            if item.get("type") == "text" and isinstance(item.get("text"), str):
+                texts.append(item["text"])
             elif item.get("type") == "tool_result":
-                yield from _tool_result(item, record, pending, background)
+                yield from _tool_result(item, record, session)
+        for text in texts:
+            yield from _user_text(text, record, timestamp, number, session)
 
 
-def _typed(text: Any) -> bool:
-    return isinstance(text, str) and bool(text.strip()) and not text.startswith(NOT_TYPED)
+def _user_text(
+    text: str, record: dict[str, Any], timestamp: str | None, number: int, session: _Session
+) -> Iterator[Event]:
+    """The user's words; a `!` command and its output; harness text is dropped."""
+    bang = BANG_INPUT.match(text)
+    if bang:
+        session.bang = (bang["command"].strip(), record.get("uuid"))
+        return
+    shown = BANG_OUTPUT.match(text)
+    if shown and session.bang is not None:
+        command, ref = session.bang
+        session.bang = None
+        output = "\n".join(p for p in (shown["stdout"], shown["stderr"]) if p and p.strip())
+        yield ShellCall(command, output.strip("\n"), None, timestamp, ref)
+        return
+    words = REMINDER.sub("", text).strip()
+    if session.subagent or record.get("isMeta") or not words or words.startswith(NOT_TYPED):
+        return
+    yield UserMessage(words, timestamp, record.get("uuid"), number)
 
 
 def _tool_use(
-    item: dict[str, Any],
-    timestamp: str | None,
-    number: int,
-    pending: dict[str, tuple[dict[str, Any], str | None, int]],
+    item: dict[str, Any], timestamp: str | None, number: int, session: _Session
 ) -> Iterator[Event]:
     name, arguments = item.get("name"), item.get("input")
     if not isinstance(arguments, dict):
         return
     tool_id = str(item.get("id", f"line-{number}"))
-    if name in ("Bash", "BashOutput"):
-        pending[tool_id] = ({"name": name, **arguments}, timestamp, number)
+    if name == "Bash" or name in OUTPUT_TOOLS or name in STOP_TOOLS:
+        session.pending[tool_id] = ({"name": name, **arguments}, timestamp)
+    elif name == "Read" and isinstance(arguments.get("file_path"), str):
+        if _task_of_file(arguments["file_path"], session) is not None:
+            session.pending[tool_id] = ({"name": name, **arguments}, timestamp)
     elif name == "Write" and isinstance(arguments.get("file_path"), str):
         content = arguments.get("content")
         yield FileWrite(
@@ -108,34 +211,63 @@ def _tool_use(
         )
 
 
+def _task_of_file(path: str, session: _Session) -> str | None:
+    """The launching tool_use id of a background task whose output file this is."""
+    if path in session.outputs:
+        return session.outputs[path]
+    name = Path(path).name
+    if name.endswith(".output") and "/tasks/" in f"/{path}":
+        return session.background.get(name.removesuffix(".output"))
+    return None
+
+
 def _tool_result(
-    item: dict[str, Any],
-    record: dict[str, Any],
-    pending: dict[str, tuple[dict[str, Any], str | None, int]],
-    background: dict[str, str],
+    item: dict[str, Any], record: dict[str, Any], session: _Session
 ) -> Iterator[Event]:
     tool_id = str(item.get("tool_use_id"))
-    found = pending.pop(tool_id, None)
+    found = session.pending.pop(tool_id, None)
     if found is None:
         return
-    call, timestamp, _ = found
-    text = _result_text(item.get("content"), record.get("toolUseResult"))
+    call, timestamp = found
+    result = record.get("toolUseResult")
+    text = _result_text(item.get("content"), result)
+    name = call["name"]
+    if name in OUTPUT_TOOLS:
+        task = str(call.get("task_id") or call.get("bash_id") or call.get("shell_id") or "")
+        output, exit_code, _ = tasks.task_output(
+            text, session.folders[0] if session.folders else None
+        )
+        yield ShellCall(
+            f"{name} {task}", output, exit_code, timestamp, tool_id,
+            output_of=session.background.get(task),
+        )  # fmt: skip
+        return
+    if name in STOP_TOOLS:
+        task = str(call.get("task_id") or call.get("shell_id") or "")
+        yield ShellCall(
+            f"{name} {task}", "", None, timestamp, tool_id, status="killed",
+            output_of=session.background.get(task),
+        )  # fmt: skip
+        return
+    if name == "Read":
+        output, first = tasks.read_lines(text)
+        yield ShellCall(
+            f"Read {call['file_path']}", output, None, timestamp, tool_id, output_line=first,
+            output_of=_task_of_file(call["file_path"], session),
+        )  # fmt: skip
+        return
+    full = tasks.persisted(text, result, session.folders)
+    if full is not None:
+        text, complete = full
+        session.previews += not complete
     exit_code = _exit_code(text, bool(item.get("is_error")))
     text = EXIT_CODE.sub("", text, count=1).lstrip("\n") if exit_code else text
-    if call["name"] == "BashOutput":
-        shell = str(call.get("bash_id") or call.get("shell_id") or "")
-        yield ShellCall(
-            command=f"BashOutput {shell}",
-            output=_tagged_output(text),
-            timestamp=timestamp,
-            ref=tool_id,
-            output_of=background.get(shell),
-        )
-        return
-    shown = BACKGROUND_ID.search(text)
-    if shown:
-        background[shown["id"]] = tool_id
-    yield _call(call, tool_id, timestamp, text, exit_code, None, shown["id"] if shown else None)
+    task, output_file = tasks.background_launch(text, result)
+    if task:
+        session.background[task] = tool_id
+    if output_file:
+        session.outputs[output_file] = tool_id
+    yield _call(call, tool_id, timestamp, text, exit_code, None, task)
 
 
 def _call(
@@ -179,9 +311,3 @@ def _exit_code(text: str, is_error: bool) -> int | None:
     if found:
         return int(found["code"])
     return None if is_error else 0
-
-
-def _tagged_output(text: str) -> str:
-    """BashOutput wraps the shell's output in <stdout>/<stderr>; keep just the output."""
-    found = [m["text"] for m in STREAM_TAG.finditer(text)]
-    return "\n".join(found) if found else text

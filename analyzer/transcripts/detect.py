@@ -1,7 +1,12 @@
 """Which transcript format an input is, judged by its content (never by its name).
 
-A JSONL file's first record says whether Claude Code (`type: user|assistant`, `uuid`,
-`message`) or Codex (`timestamp`, `type`, `payload`) wrote it; an object that opens with
+A JSONL file's first record that carries content says whether Claude Code (`type:
+user|assistant`, `uuid`, `message`) or Codex (`timestamp`, `type`, `payload`) wrote it:
+Claude Code's bookkeeping lines (`file-history-snapshot`, `permission-mode`,
+`queue-operation`, `summary`, ...) that often open a session are skipped, and the
+earliest Codex rollouts (a bare `{id, timestamp}` line, with or without `instructions`,
+then bare response items) are recognised by the lines after it. zstd (`.jsonl.zst`)
+and gzip are undone first, by magic bytes. An object that opens with
 `"info"` and an opencode session id is an `opencode export`; a folder with opencode's
 `message/` and `part/` folders is its storage; an SQLite file with `message` and `part`
 tables is its database. Text counts as a terminal session when `script` wrote it or at
@@ -18,6 +23,7 @@ from pathlib import Path
 import regex
 
 from analyzer.core.read import TextInput
+from analyzer.transcripts.compressed import open_transcript
 from analyzer.transcripts.terminal_text import SCRIPT_HEADER, prompt_command, visible
 
 OPENCODE, CLAUDE, CODEX, TEXT = (
@@ -32,6 +38,34 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 SAMPLE_BYTES = 64 * 1024
 CLAUDE_TYPES = frozenset({"user", "assistant", "summary", "system"})
 CODEX_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
+# Claude Code lines that carry no conversation (no uuid): skipped when judging the format.
+CLAUDE_BOOKKEEPING = frozenset(
+    {
+        "file-history-snapshot",
+        "permission-mode",
+        "queue-operation",
+        "summary",
+        "custom-title",
+        "tag",
+        "agent-name",
+        "last-prompt",
+        "attachment",
+        "progress",
+    }
+)
+# Bare response items of the earliest Codex rollouts (codex-rs protocol models.rs).
+CODEX_ITEM_TYPES = frozenset(
+    {
+        "message",
+        "reasoning",
+        "function_call",
+        "function_call_output",
+        "local_shell_call",
+        "custom_tool_call",
+        "custom_tool_call_output",
+    }
+)
+SNIFF_RECORDS = 40
 EXPORT_START = regex.compile(r'^\s*\{\s*"info"\s*:\s*\{')
 MIN_PROMPTS = 2
 
@@ -59,15 +93,38 @@ def detect_kind(text_input: TextInput) -> str | None:
     if not path.is_file():
         return None  # a FIFO is read once, by the log reader; sniffing would eat it
     try:
-        with text_input.open_binary() as stream:
+        with open_transcript(text_input) as stream:
             sample = stream.read(SAMPLE_BYTES)
+            if sample.startswith(SQLITE_MAGIC):
+                from analyzer.transcripts.opencode_store import has_opencode_tables
+
+                return OPENCODE if has_opencode_tables(path) else None
+            if sample.lstrip().startswith(b"{"):
+                found = _sniff_jsonl(_lines(sample, stream))
+                if found is not None:
+                    return found
     except (OSError, EOFError, ValueError, zlib.error):
         return None
-    if sample.startswith(SQLITE_MAGIC):
-        from analyzer.transcripts.opencode import has_opencode_tables
-
-        return OPENCODE if has_opencode_tables(path) else None
     return sniff_text(sample.decode("utf-8", errors="replace"))
+
+
+def _lines(sample: bytes, stream) -> list[bytes]:
+    """The first SNIFF_RECORDS lines (a bookkeeping line may be longer than the sample)."""
+    lines = sample.split(b"\n")
+    if len(lines) > SNIFF_RECORDS:
+        return lines[:SNIFF_RECORDS]
+    head, last = lines[:-1], lines[-1]
+    budget = 32 << 20
+    while len(head) < SNIFF_RECORDS and budget > 0:
+        more = stream.readline(1 << 20)
+        if not more:
+            break
+        budget -= len(more)
+        last += more
+        if last.endswith(b"\n"):
+            head.append(last)
+            last = b""
+    return [*head, last] if last else head
 
 
 def sniff_text(text: str) -> str | None:
@@ -78,21 +135,41 @@ def sniff_text(text: str) -> str | None:
     return TEXT if _is_terminal_session(text) else None
 
 
-def _sniff_json(text: str) -> str | None:
-    first = text.split("\n", 1)[0]
-    try:
-        record = json.loads(first)
-    except ValueError:
-        record = None
-    if isinstance(record, dict):
+def _sniff_jsonl(lines: list[bytes]) -> str | None:
+    """The kind decided by the first records that carry content, or None."""
+    bookkeeping = early_codex = False
+    for raw in lines:
+        if not raw.strip():
+            continue
+        try:
+            record = json.loads(raw)
+        except ValueError:
+            return CLAUDE if bookkeeping else None
+        if not isinstance(record, dict):
+            return None
         kind = record.get("type")
         if "payload" in record and kind in CODEX_TYPES:
             return CODEX
         if kind in CLAUDE_TYPES and ({"uuid", "sessionId", "message", "leafUuid"} & set(record)):
             return CLAUDE
-        if {"id", "timestamp"} <= set(record) and "instructions" in record:
-            return CODEX  # rollouts before the {timestamp, type, payload} envelope
+        if kind in CLAUDE_BOOKKEEPING and "payload" not in record:
+            bookkeeping = True
+            continue
+        if kind is None and {"id", "timestamp"} <= set(record):
+            if "instructions" in record:
+                return CODEX  # rollouts before the {timestamp, type, payload} envelope
+            early_codex = True  # the earliest wrote no instructions: judge by what follows
+            continue
+        if early_codex and (record.get("record_type") == "state" or kind in CODEX_ITEM_TYPES):
+            return CODEX
         return None
+    return CLAUDE if bookkeeping else None
+
+
+def _sniff_json(text: str) -> str | None:
+    found = _sniff_jsonl([line.encode() for line in text.split("\n")[:SNIFF_RECORDS]])
+    if found is not None:
+        return found
     if EXPORT_START.match(text) and '"ses_' in text[:4096]:
         return OPENCODE
     return None

@@ -1,28 +1,30 @@
-"""opencode sessions: the `opencode export` JSON, the storage folder, and the SQLite database.
+"""opencode sessions: the `opencode export` JSON, and the message/part shapes all forms share.
 
-Shapes followed (opencode's source, packages/opencode/src):
+Shapes followed (opencode's source, packages/opencode/src; anomalyco/opencode, was
+sst/opencode):
 - export (cli/cmd/export.ts): `{info, messages: [{info, parts}], todos}`, pretty-printed;
 - message info (session/message-v2.ts): `{id, sessionID, role, time: {created}}`;
 - a bash tool part: `{id, type: "tool", tool: "bash", callID, state: {status, input:
-  {command, description}, output, metadata: {output, exit, description}, error,
-  time: {start, end}}}` (tool/bash.ts); a `write` tool part has `input: {filePath,
-  content}`; a user's text part `{type: "text", text, synthetic?}`;
-- storage folder (storage/json.ts era): `storage/session/<project>/<session>.json`,
-  `storage/message/<session>/<message>.json`, `storage/part/<message>/<part>.json`;
-- database (session/session.sql.ts, opencode.db): tables `message(id, session_id,
-  time_created, data)` and `part(id, message_id, session_id, time_created, data)`,
-  `data` being the JSON above without its ids.
-Times are epoch milliseconds. Ids sort in creation order.
+  {command, description}, output, metadata: {output, exit, description, truncated,
+  outputPath}, error, time: {start, end}}}` (tool/bash.ts); a `write` tool part has
+  `input: {filePath, content}`; a user's text part `{type: "text", text, synthetic?}`;
+- truncation (tool/truncation.ts, tool/tool.ts): output over 2,000 lines or 50 KB keeps
+  only its head in `output`, followed by `...N lines truncated...` and a hint naming the
+  full output file (`<data>/tool-output/tool_...`), also in `metadata.outputPath`. The
+  full file is read when it is there (at that path, or in a `tool-output/` folder beside
+  the input); else the head is kept and a note says so.
+The storage folder and the database are read by opencode_store.py. Times are epoch
+milliseconds. Ids sort in creation order.
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
-from urllib.parse import quote
+
+import regex
 
 from analyzer.transcripts.jsonstream import JsonStreamError, ObjectStream
 from analyzer.transcripts.model import (
@@ -34,91 +36,75 @@ from analyzer.transcripts.model import (
     iso_from_epoch_ms,
 )
 
+TRUNCATION_NOTICE = regex.compile(
+    r"\n\n\.\.\.(?P<count>\d+) (?P<unit>lines|bytes) truncated\.\.\.\n\n"
+    r"(?:The tool call succeeded but the output was truncated\. )?"
+    r"Full output saved to: (?P<path>\S+)[\s\S]*\Z"
+)
+MAX_FULL_OUTPUT_BYTES = 256 << 20
 
-def read_export(stream: IO[bytes], transcript: Transcript) -> Iterator[Event]:
+
+class FullOutputs:
+    """Finds the full output files truncated bash parts point to; counts what it found."""
+
+    def __init__(self, folders: Iterable[Path] = ()) -> None:
+        self.folders = [f for f in folders if f is not None]
+        self.followed = 0
+        self.missing: list[str] = []
+
+    def read(self, recorded: str) -> str | None:
+        for candidate in self._candidates(recorded):
+            try:
+                if candidate.is_file() and candidate.stat().st_size <= MAX_FULL_OUTPUT_BYTES:
+                    self.followed += 1
+                    return candidate.read_text("utf-8", errors="replace")
+            except OSError:
+                continue
+        self.missing.append(recorded)
+        return None
+
+    def _candidates(self, recorded: str) -> Iterator[Path]:
+        yield Path(recorded).expanduser()
+        name = Path(recorded).name
+        for folder in self.folders:
+            yield folder / "tool-output" / name
+            yield folder / name
+
+    def notes(self) -> list[str]:
+        notes = []
+        if self.followed:
+            notes.append(f"{self.followed} truncated bash output(s) read in full from tool-output/")
+        if self.missing:
+            notes.append(
+                f"{len(self.missing)} bash output(s) were truncated by opencode and the full "
+                f"output file is not here ({self.missing[0]}): only their head was read"
+            )
+        return notes
+
+
+def read_export(
+    stream: IO[bytes], transcript: Transcript, folder: Path | None = None
+) -> Iterator[Event]:
     """Events of an `opencode export` file, one message in memory at a time."""
     members = ObjectStream(stream, frozenset({"messages"}))
+    outputs = FullOutputs([folder] if folder is not None else [])
     try:
         for key, value in members:
             if key == "info" and isinstance(value, dict):
                 transcript.notes.append(_session_note(value))
             elif key == "messages" and isinstance(value, dict):
-                yield from message_events(_dict(value.get("info")), _list(value.get("parts")))
+                yield from message_events(
+                    _dict(value.get("info")), _list(value.get("parts")), outputs
+                )
     except JsonStreamError as exc:
         transcript.notes.append(f"export is not complete JSON ({exc}); read what came before")
     transcript.lines = members.newlines + 1
+    transcript.notes.extend(outputs.notes())
 
 
-def read_storage(root: Path, transcript: Transcript) -> Iterator[Event]:
-    """Events of every session in a storage folder, oldest session first."""
-    sessions = _session_ids(root)
-    bad: list[str] = []
-    for session_id in sessions:
-        messages = [_load(p, bad) for p in sorted((root / "message" / session_id).glob("*.json"))]
-        for info in sorted(filter(None, messages), key=_message_order):
-            part_dir = root / "part" / str(info.get("id"))
-            parts = [_load(p, bad) for p in sorted(part_dir.glob("*.json"))]
-            yield from message_events(info, [p for p in parts if p])
-    if len(sessions) > 1:
-        transcript.notes.append(f"{len(sessions)} sessions read, oldest first")
-    if bad:
-        transcript.notes.append(f"{len(bad)} storage file(s) were not valid JSON: skipped")
-
-
-def read_database(path: Path, transcript: Transcript) -> Iterator[Event]:
-    """Events of every session in opencode.db (read-only; opencode need not be installed)."""
-    try:
-        connection = sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True)
-    except sqlite3.Error as exc:
-        transcript.notes.append(f"cannot open the opencode database ({exc})")
-        return
-    try:
-        yield from _database_events(connection, transcript)
-    except sqlite3.Error as exc:
-        transcript.notes.append(f"opencode database read stopped early ({exc})")
-    finally:
-        connection.close()
-
-
-def _database_events(connection: sqlite3.Connection, transcript: Transcript) -> Iterator[Event]:
-    sessions = [row[0] for row in connection.execute(_SESSIONS_SQL)]
-    for session_id in sessions:
-        rows = connection.execute(
-            "SELECT id, data FROM message WHERE session_id = ? ORDER BY time_created, id",
-            (session_id,),
-        ).fetchall()
-        for message_id, data in rows:
-            info = {**_json_dict(data), "id": message_id}
-            parts = [
-                {**_json_dict(part_data), "id": part_id}
-                for part_id, part_data in connection.execute(
-                    "SELECT id, data FROM part WHERE message_id = ? ORDER BY id", (message_id,)
-                )
-            ]
-            yield from message_events(info, parts)
-    if len(sessions) > 1:
-        transcript.notes.append(f"{len(sessions)} sessions read, oldest first")
-
-
-_SESSIONS_SQL = (
-    "SELECT session_id FROM message GROUP BY session_id ORDER BY MIN(time_created), session_id"
-)
-
-
-def has_opencode_tables(path: Path) -> bool:
-    """True for an SQLite file with opencode's `message` and `part` tables."""
-    try:
-        connection = sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True)
-        try:
-            names = {row[0] for row in connection.execute("SELECT name FROM sqlite_master")}
-        finally:
-            connection.close()
-    except sqlite3.Error:
-        return False
-    return {"message", "part"} <= names
-
-
-def message_events(info: dict[str, Any], parts: Iterable[Any]) -> Iterator[Event]:
+def message_events(
+    info: dict[str, Any], parts: Iterable[Any], outputs: FullOutputs | None = None
+) -> Iterator[Event]:
     """The events of one message: the user's text, bash calls and written files."""
     role = info.get("role")
     message_id = str(info.get("id", "?"))
@@ -133,12 +119,12 @@ def message_events(info: dict[str, Any], parts: Iterable[Any]) -> Iterator[Event
             if isinstance(text, str) and text.strip():
                 yield UserMessage(text, created, ref)
         elif kind == "tool":
-            event = _tool_event(part, ref)
+            event = _tool_event(part, ref, outputs)
             if event is not None:
                 yield event
 
 
-def _tool_event(part: dict[str, Any], ref: str) -> Event | None:
+def _tool_event(part: dict[str, Any], ref: str, outputs: FullOutputs | None) -> Event | None:
     state = _dict(part.get("state"))
     arguments = _dict(state.get("input"))
     started = iso_from_epoch_ms(_dict(state.get("time")).get("start"))
@@ -148,7 +134,7 @@ def _tool_event(part: dict[str, Any], ref: str) -> Event | None:
         exit_code = metadata.get("exit")
         return ShellCall(
             command=arguments["command"],
-            output=_output(state, metadata),
+            output=_full_output(_output(state, metadata), metadata, outputs),
             exit_code=exit_code if isinstance(exit_code, int) else None,
             timestamp=started,
             ref=ref,
@@ -173,33 +159,18 @@ def _output(state: dict[str, Any], metadata: dict[str, Any]) -> str:
     return output
 
 
-def _session_ids(root: Path) -> list[str]:
-    """Session ids, oldest first; from session files, else from the message folders."""
-    found: list[tuple[Any, str]] = []
-    for path in root.glob("session/**/*.json"):
-        try:
-            info = json.loads(path.read_text("utf-8"))
-        except (OSError, ValueError):
-            continue
-        if isinstance(info, dict) and isinstance(info.get("id"), str):
-            found.append((_dict(info.get("time")).get("created") or 0, info["id"]))
-    ids = [session_id for _, session_id in sorted(found)]
-    folders = sorted(p.name for p in (root / "message").glob("*") if p.is_dir())
-    return [i for i in ids if i in folders] + [f for f in folders if f not in ids]
-
-
-def _message_order(info: dict[str, Any]) -> tuple[Any, str]:
-    created = _dict(info.get("time")).get("created")
-    return (created if isinstance(created, (int, float)) else 0, str(info.get("id", "")))
-
-
-def _load(path: Path, bad: list[str]) -> dict[str, Any] | None:
-    try:
-        data = json.loads(path.read_text("utf-8", errors="replace"))
-    except (OSError, ValueError):
-        bad.append(str(path))
-        return None
-    return data if isinstance(data, dict) else None
+def _full_output(output: str, metadata: dict[str, Any], outputs: FullOutputs | None) -> str:
+    """A truncated output: the full file when it is there, else the head without the hint."""
+    notice = TRUNCATION_NOTICE.search(output)
+    recorded = metadata.get("outputPath")
+    if not isinstance(recorded, str):
+        recorded = notice["path"] if notice else None
+    if recorded is None or (notice is None and metadata.get("truncated") is not True):
+        return output
+    full = (outputs or FullOutputs()).read(recorded)
+    if full is not None:
+        return full
+    return output[: notice.start()] if notice else output
 
 
 def _session_note(info: dict[str, Any]) -> str:
@@ -210,17 +181,17 @@ def _session_note(info: dict[str, Any]) -> str:
     )
 
 
-def _json_dict(text: Any) -> dict[str, Any]:
-    try:
-        value = json.loads(text) if isinstance(text, (str, bytes)) else None
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
 def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
 def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
+
+
+def json_dict(text: Any) -> dict[str, Any]:
+    try:
+        value = json.loads(text) if isinstance(text, (str, bytes)) else None
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}

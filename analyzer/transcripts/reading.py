@@ -9,40 +9,48 @@ from analyzer.core.read import TextInput
 from analyzer.transcripts import detect
 from analyzer.transcripts.claude import read_claude
 from analyzer.transcripts.codex import read_codex
+from analyzer.transcripts.compressed import open_transcript
 from analyzer.transcripts.model import Event, Transcript
-from analyzer.transcripts.opencode import read_database, read_export, read_storage
+from analyzer.transcripts.opencode import read_export
+from analyzer.transcripts.opencode_store import read_database, read_storage
 from analyzer.transcripts.terminal_text import read_terminal_text
 
 STREAM_READERS = {
-    detect.CLAUDE: read_claude,
     detect.CODEX: read_codex,
     detect.TEXT: read_terminal_text,
 }
 
 
-def read_transcript(text_input: TextInput, kind: str) -> Transcript:
-    """A Transcript whose `events` reads the input lazily (consume it once)."""
+def read_transcript(text_input: TextInput, kind: str, session: str | None = None) -> Transcript:
+    """A Transcript whose `events` reads the input lazily (consume it once).
+
+    `session` picks one session of an opencode storage folder or database (default: the
+    one active last)."""
     transcript = Transcript(text_input.path, kind, iter(()))
-    transcript.events = _events(text_input, transcript)
+    transcript.events = _events(text_input, transcript, session)
     return transcript
 
 
-def _events(text_input: TextInput, transcript: Transcript) -> Iterator[Event]:
+def _events(text_input: TextInput, transcript: Transcript, session: str | None) -> Iterator[Event]:
     path = text_input.file
     if transcript.kind == detect.OPENCODE and path is not None and path.is_dir():
         root = detect.opencode_storage_root(path)
         if root is None:
             transcript.notes.append("not an opencode storage folder (no message/ and part/)")
             return
-        yield from read_storage(root, transcript)
+        yield from read_storage(root, transcript, session)
         return
     if transcript.kind == detect.OPENCODE and path is not None and _is_sqlite(text_input):
-        yield from read_database(path, transcript)
+        yield from read_database(path, transcript, session)
         return
-    reader = STREAM_READERS.get(transcript.kind, read_export)
     try:
-        with closing(text_input.open_binary()) as stream:
-            yield from reader(stream, transcript)
+        with closing(open_transcript(text_input)) as stream:
+            if transcript.kind == detect.CLAUDE:
+                yield from read_claude(stream, transcript, path)
+            elif transcript.kind in STREAM_READERS:
+                yield from STREAM_READERS[transcript.kind](stream, transcript)
+            else:
+                yield from read_export(stream, transcript, path.parent if path else None)
     except (OSError, EOFError) as exc:
         transcript.notes.append(f"transcript ends early ({exc or type(exc).__name__})")
 
