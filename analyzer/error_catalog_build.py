@@ -124,9 +124,10 @@ class _Where:
 class Miner:
     """Mines one installed release. `dests`: the flag catalog's ServerArgs field names."""
 
-    def __init__(self, package: Path, dests: Iterable[str]) -> None:
+    def __init__(self, package: Path, dests: Iterable[str], numbers: Iterable[str] = ()) -> None:
         self.package = package
         self.dests = frozenset(dests)
+        self.numbers = frozenset(numbers)
         self._modules: dict[Path, _Module | None] = {}
         self._helper_reads: dict[tuple[str, str, str], set[str]] = {}
         self._members: dict[str, ast.FunctionDef] = {}
@@ -378,11 +379,10 @@ class Miner:
                 for block in child_blocks(node):
                     self._visit_block(at, block, guards)
 
-    @staticmethod
-    def _message(at: _Where, node: ast.expr | None = None, *extra: ast.expr) -> Template:
+    def _message(self, at: _Where, node: ast.expr | None = None, *extra: ast.expr) -> Template:
         if node is None:
             return Template.empty()
-        return template_of(node, at.scope.locals_src, extra=extra)
+        return template_of(node, at.scope.locals_src, extra=extra, numbers=self.numbers)
 
     def _raise_site(self, at: _Where, node: ast.Raise, guards: list[tuple[ast.expr, bool]]) -> None:
         exc = node.exc
@@ -498,7 +498,12 @@ def build_error_catalog(package: Path, flag_catalog: dict[str, Any]) -> dict[str
         long_of.setdefault(
             option["dest"], next((s for s in strings if s.startswith("--")), strings[0])
         )
-    miner = Miner(package, long_of)
+    numbers = {
+        o["dest"]
+        for o in flag_catalog["options"]
+        if o.get("type") == "int" and isinstance(o.get("default"), int) and not o.get("nargs")
+    }
+    miner = Miner(package, long_of, numbers)
     for field, dest in miner.aliases.items():
         long_of.setdefault(field, long_of[dest])
     entries = miner.mine()
@@ -531,6 +536,15 @@ def write_error_catalog(
     catalog = build_error_catalog(package, flag_catalog)
     Path(path).write_text(dumps(catalog), encoding="utf-8")
     return len(catalog["entries"])
+
+
+def write_beside(flag_catalog_path: str | os.PathLike[str]) -> tuple[Path, int]:
+    """After `catalog build -o F`: mine the same (importable) sglang into
+    `errors-VERSION.json` next to F, flags mapped through the catalog just written."""
+    flags = json.loads(Path(flag_catalog_path).read_text(encoding="utf-8"))
+    package = locate_package()
+    path = Path(flag_catalog_path).parent / f"errors-{package_version(package)}.json"
+    return path, write_error_catalog(path, package, flags)
 
 
 def flag_catalog_data(version: str) -> dict[str, Any]:

@@ -121,10 +121,12 @@ def template_of(
     node: ast.expr,
     locals_src: Mapping[str, ast.expr],
     extra: Sequence[ast.expr] = (),
-    depth: int = 0,
+    numbers: frozenset[str] = frozenset(),
 ) -> Template:
-    """The template of a message expression; `extra`: logging's %-format arguments."""
-    parts = _parts(node, locals_src, depth)
+    """The template of a message expression; `extra`: logging's %-format arguments;
+    `numbers`: names known to hold an int (ServerArgs int fields with a default)."""
+    parts = _parts(node, locals_src, 0)
+    parts = [Field(p.node, True) if _named(p, numbers) else p for p in parts]
     if extra and len(parts) == 1 and isinstance(parts[0], str):
         parts = _percent(parts[0], list(extra))
     return Template(tuple(_merge(parts)))
@@ -172,6 +174,14 @@ def _parts(node: ast.expr, locals_src: Mapping[str, ast.expr], depth: int) -> li
     if isinstance(node, ast.Name) and node.id in locals_src and depth < 2:
         return _parts(locals_src[node.id], {}, depth + 1)
     return [Field(node, _numeric(node))]
+
+
+def _named(part: Part, names: frozenset[str]) -> bool:
+    if not isinstance(part, Field) or part.number:
+        return False
+    node = part.node
+    name = node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", None)
+    return name in names
 
 
 def _numeric(node: ast.expr) -> bool:
