@@ -48,7 +48,8 @@ class ErrorSite:
     `message` is the template as written (`{expr}` for run-time values, literal braces
     doubled); `pattern` is a regex matching the whole rendered message; `condition` is
     the guarding `if` (or the assert test) as source text; `flags` are the options the
-    condition and the message read, `condition_flags` those the condition reads.
+    condition and the message read, `condition_flags` those the condition reads;
+    `context` the enclosing guards (innermost first) and `context_flags` their flags.
     """
 
     file: str
@@ -65,6 +66,8 @@ class ErrorSite:
     flags: tuple[str, ...]
     condition_reads: tuple[str, ...] = ()
     condition_flags: tuple[str, ...] = ()
+    context: tuple[str, ...] = ()
+    context_flags: tuple[str, ...] = ()
     startup: bool = False
     first_line_pattern: str | None = None
 
@@ -85,6 +88,8 @@ class ErrorSite:
             flags=tuple(data.get("flags", ())),
             condition_reads=tuple(data.get("condition_reads", ())),
             condition_flags=tuple(data.get("condition_flags", ())),
+            context=tuple(data.get("context", ())),
+            context_flags=tuple(data.get("context_flags", ())),
             startup=bool(data.get("startup", False)),
             first_line_pattern=data.get("first_line_pattern"),
         )

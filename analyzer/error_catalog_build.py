@@ -78,6 +78,8 @@ SA_CLASSES = frozenset({"ServerArgs"})
 # A helper (or property) reading more fields than this builds something (a ModelConfig)
 # rather than tests one setting: following it would blame every flag it touches.
 MAX_HELPER_READS = 8
+# Enclosing guards kept as an entry's context, innermost first.
+MAX_CONTEXT = 2
 
 
 class _Module:
@@ -109,6 +111,11 @@ class _Scope:
         # the last value a local was given: `msg = f"..."; raise ValueError(msg)`
         self.locals_src: dict[str, ast.expr] = {}
         self.class_attrs: dict[str, set[str]] = {}
+
+
+def _guard_text(test: ast.expr, negated: bool) -> str:
+    text = ast.unparse(test)
+    return f"not ({text})" if negated else text
 
 
 @dataclass(frozen=True)
@@ -410,15 +417,20 @@ class Miner:
         mod, scope = at.mod, at.scope
         condition = ""
         cond_reads: set[str] = set()
-        for test, negated in reversed(guards):  # the nearest guard, else the nearest that reads
-            text = ast.unparse(test)
-            text = f"not ({text})" if negated else text
+        outer = list(reversed(guards))  # nearest first
+        used = 0
+        for used, (test, negated) in enumerate(outer):  # noqa: B007 - the nearest that reads
             got = self.reads(test, scope, mod)
             if not condition:
-                condition = text
+                condition = _guard_text(test, negated)
             if got:
                 cond_reads = got
                 break
+        # The guards around that one: `if cfg.speculative_num_steps is None:` around a
+        # bare `assert topk is None and draft_tokens is None` names the missing flag.
+        around = outer[used + 1 : used + 1 + MAX_CONTEXT]
+        context = [_guard_text(test, negated) for test, negated in around]
+        context_reads = set().union(*(self.reads(test, scope, mod) for test, _ in around))
         message_reads = set().union(*(self.reads(f.node, scope, mod) for f in message.fields))
         reads = cond_reads | message_reads
         site: dict[str, Any] = {
@@ -436,6 +448,9 @@ class Miner:
             "condition_reads": sorted(cond_reads),
             "flags": [],
             "condition_flags": [],
+            "context": context,
+            "context_reads": sorted(context_reads),
+            "context_flags": [],
             "startup": mod.rel.startswith(STARTUP_FILES),
         }
         if message.first_line_pattern is not None:
@@ -509,9 +524,9 @@ def build_error_catalog(package: Path, flag_catalog: dict[str, Any]) -> dict[str
     entries = miner.mine()
     for entry in entries:
         entry["flags"] = sorted({long_of[r] for r in entry["reads"] if r in long_of})
-        entry["condition_flags"] = sorted(
-            {long_of[r] for r in entry["condition_reads"] if r in long_of}
-        )
+        for key in ("condition", "context"):
+            flags = {long_of[r] for r in entry[f"{key}_reads"] if r in long_of}
+            entry[f"{key}_flags"] = sorted(flags)
     return {
         "sglang_version": package_version(package),
         "flag_catalog": flag_catalog.get("sglang_version"),
