@@ -148,6 +148,7 @@ class Miner:
                             self._members.setdefault(item.name, item)
         self.aliases = self._field_aliases()
         self.dests = self.dests | frozenset(self.aliases)
+        self.numbers |= {field for field, dest in self.aliases.items() if dest in self.numbers}
 
     def _field_aliases(self) -> dict[str, str]:
         """ServerArgs fields named unlike their argparse dest: `args.tp_size =
