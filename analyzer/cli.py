@@ -415,6 +415,10 @@ def catalog_build(
     except ImportError as exc:
         raise fail(f"sglang is not importable here ({exc}); install loganalyze[sglang]") from None
     typer.echo(f"wrote {output}")
+    from analyzer.error_catalog_build import write_beside
+
+    errors, count = write_beside(output)
+    typer.echo(f"wrote {errors} ({count} error sites)")
 
 
 @catalog_app.command("show", context_settings={"ignore_unknown_options": True})
@@ -443,6 +447,32 @@ def catalog_show(
     typer.echo(f"{flag}: {resolution.kind} -> {spec.long} (dest {spec.dest}, {spec.action})")
     if spec.help:
         typer.echo(f"  {spec.help}")
+
+
+@catalog_app.command("errors")
+def catalog_errors(
+    grep: Annotated[
+        str | None, typer.Option("--grep", help="Only entries containing TEXT.")
+    ] = None,
+    sglang_version: Annotated[str | None, typer.Option("--sglang-version")] = None,
+) -> None:
+    """SGLang's raise/assert sites (error catalog): message, guarding condition, flags."""
+    from analyzer.error_catalog import ErrorCatalogError, load_error_catalog
+
+    try:
+        catalog = load_error_catalog(sglang_version)
+    except ErrorCatalogError as exc:
+        raise fail(str(exc)) from None
+    found = catalog.grep(grep)
+    for site in found:
+        typer.echo(f"{site.where} {site.function} [{site.kind} {site.exception}] {site.message}")
+        if site.condition:
+            typer.echo(f"  if: {site.condition}")
+        if site.flags:
+            typer.echo(f"  flags: {' '.join(site.flags)}")
+    typer.echo(f"{len(found)} of {len(catalog.entries)} entries (sglang {catalog.version})")
+    if not found:
+        raise typer.Exit(1)
 
 
 @catalog_app.command("history", context_settings={"ignore_unknown_options": True})
