@@ -415,7 +415,7 @@ def catalog_build(
     except ImportError as exc:
         raise fail(f"sglang is not importable here ({exc}); install loganalyze[sglang]") from None
     typer.echo(f"wrote {output}")
-    from analyzer.error_catalog_build import write_beside
+    from analyzer.sglang.error_catalog_build import write_beside
 
     errors, count = write_beside(output)
     typer.echo(f"wrote {errors} ({count} error sites)")
@@ -457,7 +457,7 @@ def catalog_errors(
     sglang_version: Annotated[str | None, typer.Option("--sglang-version")] = None,
 ) -> None:
     """SGLang's raise/assert sites (error catalog): message, guarding condition, flags."""
-    from analyzer.error_catalog import ErrorCatalogError, load_error_catalog
+    from analyzer.sglang.error_catalog import ErrorCatalogError, load_error_catalog
 
     try:
         catalog = load_error_catalog(sglang_version)

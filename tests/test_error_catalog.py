@@ -19,16 +19,17 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.catalog import shipped_versions
-from analyzer.error_catalog import (
+from analyzer.sglang.catalog import shipped_versions
+from analyzer.sglang.error_catalog import (
     ErrorCatalog,
     ErrorCatalogError,
     flag_resolution,
     load_error_catalog,
     shipped_error_versions,
 )
-from analyzer.error_catalog_build import build_error_catalog, dumps, package_version
-from analyzer.error_source import template_of
+from analyzer.sglang.error_catalog_build import build_error_catalog, dumps
+from analyzer.sglang.error_source import template_of
+from analyzer.sglang.release_source import package_version
 
 ROOT = Path(__file__).resolve().parent.parent
 CATALOGS = ROOT / "analyzer" / "catalogs"
@@ -283,7 +284,7 @@ def test_build_from_installed_release_matches_committed(tmp_path: Path) -> None:
     out = tmp_path / "errors.json"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     subprocess.run(
-        [sys.executable, "-m", "analyzer.error_catalog_build", "--python", python, "-o", str(out)],
+        [sys.executable, "-m", "analyzer.sglang.error_catalog_build", "--python", python, "-o", str(out)],
         cwd=ROOT, env=env, check=True, capture_output=True, timeout=900,
     )  # fmt: skip
     built = json.loads(out.read_text(encoding="utf-8"))

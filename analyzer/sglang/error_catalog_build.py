@@ -9,9 +9,9 @@ records, per site, the message as a matcher and the server arguments the guard a
 message read. SGLang is never imported: only its files are parsed, so any release can be
 mined from a `pip install --target` folder, by any Python.
 
-    .venv/bin/python -m analyzer.error_catalog_build --python .sglang/venv/bin/python \
+    .venv/bin/python -m analyzer.sglang.error_catalog_build --python .sglang/venv/bin/python \
         -o analyzer/catalogs/errors-0.5.23.json
-    .venv/bin/python -m analyzer.error_catalog_build \
+    .venv/bin/python -m analyzer.sglang.error_catalog_build \
         --package-dir .sglang/releases/0.5.13/sglang -o analyzer/catalogs/errors-0.5.13.json
 """
 
@@ -21,7 +21,6 @@ import argparse
 import ast
 import json
 import os
-import re
 import subprocess
 import sys
 from collections.abc import Iterable, Sequence
@@ -29,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from analyzer.error_source import (
+from analyzer.sglang.error_source import (
     Template,
     child_blocks,
     exits,
@@ -40,9 +39,10 @@ from analyzer.error_source import (
     template_of,
     walk_body,
 )
+from analyzer.sglang.release_source import locate_package, package_version
 
 HOW = (
-    "built by `loganalyze catalog build` (analyzer/error_catalog_build.py) with ast from the "
+    "built by `loganalyze catalog build` (analyzer/sglang/error_catalog_build.py) with ast from the "
     "release's source; flags mapped through the same release's flag catalog"
 )
 # The startup and model-loading path: argument resolution, model config, weight loading,
@@ -470,42 +470,6 @@ class Miner:
 
 
 # -- the release, its flag catalog, the JSON ---------------------------------------------
-def locate_package(python: str | None = None) -> Path:
-    """The `sglang` package folder the given Python (with this environment's PYTHONPATH)
-    would import, found without importing it."""
-    code = (
-        "import importlib.util as u; s = u.find_spec('sglang'); "
-        "print(list(s.submodule_search_locations)[0] if s else '')"
-    )
-    if python is None:
-        import importlib.util
-
-        spec = importlib.util.find_spec("sglang")
-        found = list(spec.submodule_search_locations or [])[0] if spec else ""
-    else:
-        out = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=60)
-        found = out.stdout.strip()
-    if not found:
-        raise FileNotFoundError(f"no sglang package for {python or sys.executable}")
-    return Path(found)
-
-
-def package_version(package: Path) -> str:
-    """The release's version: its dist-info next to it, else `__version__` in its source."""
-    infos = sorted(package.parent.glob("sglang-*.dist-info"))
-    if len(infos) == 1:
-        return infos[0].name[len("sglang-") : -len(".dist-info")]
-    for name in ("_version.py", "version.py"):
-        path = package / name
-        if path.is_file():
-            found = re.search(
-                r"__version__\s*(?::\s*\w+\s*)?=\s*['\"]([^'\"]+)", path.read_text("utf-8")
-            )
-            if found:
-                return found.group(1)
-    raise ValueError(f"cannot tell the sglang version of {package}")
-
-
 def build_error_catalog(package: Path, flag_catalog: dict[str, Any]) -> dict[str, Any]:
     """The error catalog of the release at `package`, flags from its `flag_catalog` (JSON)."""
     long_of = {}
@@ -574,9 +538,9 @@ def flag_catalog_data(version: str) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m analyzer.error_catalog_build -o FILE [--python PY | --package-dir DIR]`."""
+    """`python -m analyzer.sglang.error_catalog_build -o FILE [--python PY | --package-dir DIR]`."""
     cli = argparse.ArgumentParser(
-        prog="python -m analyzer.error_catalog_build",
+        prog="python -m analyzer.sglang.error_catalog_build",
         description="Mine SGLang's raise/assert sites into an error catalog (JSON).",
     )
     cli.add_argument("-o", "--output", help="default: analyzer/catalogs/errors-VERSION.json")
@@ -594,7 +558,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OSError, ValueError, subprocess.SubprocessError) as exc:
         print(f"error_catalog_build: {exc}", file=sys.stderr)
         return 2
-    output = args.output or str(Path(__file__).parent / "catalogs" / f"errors-{version}.json")
+    output = args.output or str(Path(__file__).parent.parent / "catalogs" / f"errors-{version}.json")
     count = write_error_catalog(output, package, flags)
     print(f"wrote {output} ({count} entries, sglang {version})")
     return 0

@@ -3,7 +3,7 @@ by traceback frame.
 
 Many SGLang errors name no flag (`Currently standalone speculative decoding does not
 support dp attention.`, a bare `AssertionError`), but the source line that raised them
-is guarded by a condition that reads server arguments. `analyzer/error_catalog_build.py`
+is guarded by a condition that reads server arguments. `analyzer/sglang/error_catalog_build.py`
 mines those sites from each release's source into `catalogs/errors-VERSION.json`; this
 module loads them (lazily: the analyzer pays nothing until an exception line needs it)
 and answers two questions:
