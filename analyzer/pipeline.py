@@ -341,6 +341,9 @@ def _analyze_transcript(
             incidents.extend(kept)
             if kept or not tail:
                 tail = log.tail
+        if any(i.rule != "unknown" for i in incidents):
+            # views are parts of one log: what another part classified, `unknown` only repeats
+            incidents = [i for i in incidents if i.rule != "unknown"]
         for incident in incidents:
             incident.attempt = attempt.number
         found[attempt.number] = incidents

@@ -121,6 +121,8 @@ class ScannedLog:
     tail: list[Line] = field(default_factory=list)
     context: dict[int, list[Line]] = field(default_factory=dict)
     phases: list[tuple[int, str]] = field(default_factory=list)
+    # each rank's (or the unprefixed lines') last startup phase and the line that began it
+    last_phase: dict[str, tuple[str, Line]] = field(default_factory=dict)
     startup_began: bool = False
     ready: Line | None = None
     exit_status: str | None = None

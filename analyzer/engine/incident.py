@@ -14,6 +14,7 @@ from analyzer.core.model import (
     Line,
     Report,
     ScannedLog,
+    Traceback,
     severity_rank,
 )
 
@@ -103,7 +104,7 @@ def fallback_incident(log: ScannedLog) -> Incident | None:
     return Incident(
         rule_class="unknown",
         rule="unknown",
-        title=f"Unrecognised failure: {traceback.exception_type}",
+        title=_unknown_title(traceback),
         severity="error",
         source=log.summary.path,
         line=exception.number,
@@ -111,8 +112,25 @@ def fallback_incident(log: ScannedLog) -> Incident | None:
         evidence=[unique[n] for n in sorted(unique)],
         span=None,
         offending_flags=[],
-        explanation=f"{traceback.exception_type}: {traceback.exception_message}".strip(": "),
+        explanation=_unknown_explanation(traceback),
         advice=list(UNKNOWN_ADVICE),
+    )
+
+
+def _unknown_title(traceback: Traceback) -> str:
+    if not traceback.exception_type:
+        return "A traceback cut off before its exception line"
+    return f"Unrecognised failure: {traceback.exception_type}"
+
+
+def _unknown_explanation(traceback: Traceback) -> str:
+    if traceback.exception_type:
+        return f"{traceback.exception_type}: {traceback.exception_message}".strip(": ")
+    last = traceback.last_frame
+    where = f" in {last.function} ({last.file}:{last.lineno})" if last else ""
+    return (
+        f"The input ends inside a traceback{where}: the exception line, which names the "
+        "failure, was not pasted. Copy the log down to the line after the last frame."
     )
 
 

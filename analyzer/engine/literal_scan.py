@@ -14,15 +14,19 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from itertools import chain
 
 from analyzer.core.model import InputSummary, Line, ScannedLog
 from analyzer.core.read import MAX_LINE_BYTES, TextInput
+from analyzer.engine.normalize import NO_PREFIXES, SAMPLE_LINES, LinePrefixes, detect_prefixes
 from analyzer.engine.scan import (
     CONTEXT_LINES,
     SCANNER_LITERALS,
     TAIL_LINES,
     USAGE_START,
     Scanner,
+    note_prefixes,
+    visible_lines,
 )
 from analyzer.sglang.log_format import split_prefix
 
@@ -39,7 +43,8 @@ class LiteralFinder:
     """Positions where any of the literals ends, over one bytes-like block."""
 
     def __init__(self, literals: Iterable[str]) -> None:
-        self.literals = sorted({lit.encode() for lit in literals if lit})
+        self.literals_text = sorted({lit for lit in literals if lit})
+        self.literals = [lit.encode() for lit in self.literals_text]
         self._automaton = BytesAhoCorasick(self.literals) if BytesAhoCorasick else None
 
     def ends(self, block: memoryview) -> list[int]:
@@ -62,9 +67,10 @@ def finder_for(triggers: Sequence[str]) -> LiteralFinder:
 class _Feeder:
     """Feeds chosen lines of consecutive blocks to the Scanner, in order, once each."""
 
-    def __init__(self, scanner: Scanner, source: str) -> None:
+    def __init__(self, scanner: Scanner, source: str, prefixes: LinePrefixes) -> None:
         self.scanner = scanner
         self.source = source
+        self.strip = prefixes.prefix_length if prefixes is not NO_PREFIXES else None
         self.fed_through = 0
         self.recent: deque[tuple[int, bytes]] = deque(maxlen=max(CONTEXT_LINES, TAIL_LINES))
 
@@ -78,7 +84,7 @@ class _Feeder:
         if len(raw) >= MAX_LINE_BYTES:
             raw = raw[:MAX_LINE_BYTES]
         text = raw.rstrip(b"\r\n").decode("utf-8", errors="replace")
-        return split_prefix(self.source, number, text)
+        return split_prefix(self.source, number, text, self.strip)
 
 
 def _line_bounds(block: bytes, position: int) -> tuple[int, int]:
@@ -174,12 +180,29 @@ def scan_chunks(
 ) -> ScannedLog:
     """Scan an input by byte chunks; the same ScannedLog as scan_lines over its lines."""
     scanner = Scanner(summary, triggers)
-    feeder = _Feeder(scanner, summary.path)
+    blocks = _blocks(text_input.chunks(), text_input)
+    first = next(blocks, None)
+    prefixes = _prefixes(first)
+    note_prefixes(summary, prefixes)
+    if prefixes is not NO_PREFIXES:
+        # `usage: ` is found at a line start only; behind a prefix it is anywhere
+        finder = LiteralFinder([*finder.literals_text, USAGE_START])
+    feeder = _Feeder(scanner, summary.path, prefixes)
     next_number = 1
-    for block, ends in _searched(_blocks(text_input.chunks(), text_input), finder):
+    all_blocks = chain([first], blocks) if first is not None else blocks
+    for block, ends in _searched(all_blocks, finder):
         next_number = _feed_block(block, next_number, ends, feeder)
     tail = [feeder.line(number, raw) for number, raw in list(feeder.recent)[-TAIL_LINES:]]
     return scanner.finish(total_lines=next_number - 1, tail=tail)
+
+
+def _prefixes(block: bytes | None) -> LinePrefixes:
+    """The line prefixes of the input, from its first lines (as scan_lines reads them)."""
+    if block is None:
+        return NO_PREFIXES
+    head = block.split(b"\n", SAMPLE_LINES)[:SAMPLE_LINES]
+    lines = [raw[:MAX_LINE_BYTES].rstrip(b"\r").decode("utf-8", errors="replace") for raw in head]
+    return detect_prefixes(visible_lines(lines))
 
 
 def _searched(blocks: Iterator[bytes], finder: LiteralFinder) -> Iterator[tuple[bytes, list[int]]]:

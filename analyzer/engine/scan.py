@@ -10,12 +10,15 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Sequence
+from itertools import chain, islice
 
 import regex
 
 from analyzer.core.model import Frame, InputSummary, Line, ScannedLog, Traceback, UsageDump
+from analyzer.engine.normalize import NO_PREFIXES, SAMPLE_LINES, LinePrefixes, detect_prefixes
 from analyzer.sglang.launch_command import find_launch_command
 from analyzer.sglang.log_format import (
+    ANSI,
     parse_server_args,
     split_prefix,
     stated_version,
@@ -28,16 +31,43 @@ CHAIN_MARKERS = (
     "The above exception was the direct cause of the following exception:",
 )
 ARGPARSE_ERROR = regex.compile(r"^(?P<prog>[\w.\- ]+): error: (?P<message>.+)$")
+# argparse's error line alone (a paste without the usage text above it; any prog, or none as
+# SGLang's diffusion CLI prints it): only argparse's own phrasings, so `warmup error:` is not.
+ARGPARSE_PHRASES = (
+    "unrecognized arguments:", "argument ", "the following arguments are required",
+    "ambiguous option:", "invalid choice:",
+)  # fmt: skip
+ARGPARSE_ALONE = regex.compile(
+    r"^(?:(?P<prog>[\w./\- ]+): )?error: (?P<message>(?:"
+    + "|".join(regex.escape(p) for p in ARGPARSE_PHRASES)
+    + r").*)$"
+)
+# An exception line with no traceback around it (`KeyError: 'midlayer...'` pasted alone):
+# a dotted name ending like an exception class. Interrupts and exits are how processes stop,
+# not failures.
+EXCEPTION_ALONE = regex.compile(
+    r"^(?P<type>(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|OutOfResources))(?::\s?(?P<msg>.*))?$"
+)
+NOT_FAILURES = ("CancelledError",)
 SERVER_ARGS_MARKERS = ("server_args=ServerArgs(", "server_args={")
 STARTUP_MARKERS = (
     *SERVER_ARGS_MARKERS,
     "Load weight begin",
     "Init torch distributed begin",
     "Init parallel begin",
+    "Init nccl begin",
+    "load weight begin",
 )
 READY_MARKER = "The server is fired up and ready to roll"
+# Startup phases in the order SGLang prints them (model_runner.py: init_torch_distributed,
+# load_model, init_memory_pool, init_device_graphs; 0.1-0.2 spell some in lower case).
 PHASE_MARKERS = (
+    ("Init torch distributed begin", "distributed_init"),
+    ("Init nccl begin", "distributed_init"),
+    ("Init torch distributed ends", "distributed_ready"),
     ("Load weight begin", "weight_loading"),
+    ("load weight begin", "weight_loading"),
+    ("Loading safetensors checkpoint shards", "weight_loading"),
     ("Load weight end", "weights_loaded"),
     ("KV Cache is allocated", "kv_cache_allocated"),
     ("Memory pool end", "kv_cache_allocated"),
@@ -68,6 +98,11 @@ SCANNER_LITERALS = (
     "xited with code",
     *LAUNCH_HINTS,
     "Version: ",
+    'File "',  # a traceback pasted without its header
+    "Error",  # an exception line pasted alone (`...Error: ...`)
+    "Exception",
+    "OutOfResources",
+    *(f"error: {phrase}" for phrase in ARGPARSE_PHRASES),
 )
 
 TAIL_LINES = 40
@@ -97,9 +132,7 @@ class _TracebackBuilder:
             return self._feed_message(line)
         frame = FRAME.match(body)
         if frame:
-            self.frames.append(
-                Frame(frame["file"], int(frame["lineno"]), (frame["func"] or "").strip())
-            )
+            self.frames.append(_frame(frame))
         elif body[:1].isspace() or not body:
             if self.frames and body.strip() and not _is_caret_line(body):
                 last = self.frames[-1]
@@ -107,7 +140,8 @@ class _TracebackBuilder:
                     self.frames[-1] = Frame(last.file, last.lineno, last.function, body.strip())
         else:
             exc = EXCEPTION.match(body.strip())
-            if not exc or not self.frames:
+            # a line SGLang's logger prefixed is a new record, never the exception line
+            if not exc or not self.frames or line.timestamp or line.ranks:
                 return False
             self.exception = (exc["type"], exc["msg"] or "")
         self._append(line)
@@ -134,11 +168,19 @@ class _TracebackBuilder:
         if len(self.lines) < MAX_TRACEBACK_LINES:
             self.lines.append(line)
 
-    def build(self) -> Traceback | None:
+    def build(self, at_end: bool = False) -> Traceback | None:
+        """The traceback; one cut before its exception line only where the input ends
+        (a paste cut there), with an empty exception type."""
         if self.exception is None:
-            return None
+            if not (at_end and self.frames):
+                return None
+            return Traceback(tuple(self.lines), tuple(self.frames), "", "", self.chain)
         kind, message = self.exception
         return Traceback(tuple(self.lines), tuple(self.frames), kind, message, self.chain)
+
+
+def _frame(found: regex.Match) -> Frame:
+    return Frame(found["file"], int(found["lineno"]), (found["func"] or "").strip())
 
 
 def _is_caret_line(body: str) -> bool:
@@ -175,9 +217,10 @@ class Scanner:
             return
         self._finish_traceback()
         body = line.body
-        if self.usage is not None:
+        in_usage = self.usage is not None
+        if in_usage:
             self._feed_usage(line)
-        elif line.text.startswith(USAGE_START):
+        elif line.body.startswith(USAGE_START):
             self.usage = (line, 1)
             self.usage_options = set(USAGE_OPTION.findall(line.body))
         if TRACEBACK_START in body:
@@ -187,8 +230,32 @@ class Scanner:
         elif body.strip() in CHAIN_MARKERS and self.last_traceback is not None:
             self.chain_next = (self.last_traceback, *self.last_traceback.chain)
             self.log.tracebacks.pop()
+            self.last_traceback = None  # it is the next one's cause now, not a traceback
+        elif not in_usage and self.usage is None:
+            self._note_fragment(line)
         self._note_markers(line)
         self._remember(line)
+
+    def _note_fragment(self, line: Line) -> None:
+        """A traceback without its header, an exception or an argparse error pasted alone:
+        the same objects as their complete forms, so the same rules classify them."""
+        body = line.body
+        if FRAME.match(body):
+            self.traceback = _TracebackBuilder(line, self.chain_next or ())
+            self.chain_next = None
+            self.traceback.frames.append(_frame(FRAME.match(body)))
+            return
+        if "Error" in body or "Exception" in body or "OutOfResources" in body:
+            alone = EXCEPTION_ALONE.match(body.strip())
+            if alone and not alone["type"].endswith(NOT_FAILURES):
+                self._add_traceback(
+                    Traceback((line,), (), alone["type"], alone["msg"] or "", self.chain_next or ())
+                )
+                self.chain_next = None
+                return
+        if "error: " in body and (error := ARGPARSE_ALONE.match(body)):
+            if error["prog"] is None or error["prog"].strip():
+                self.log.usage_dumps.append(UsageDump(line, line, 1))
 
     def _feed_usage(self, line: Line) -> None:
         first, length = self.usage  # type: ignore[misc]
@@ -204,12 +271,16 @@ class Scanner:
             self.usage = (first, length + 1)
             self.usage_options.update(USAGE_OPTION.findall(line.body))
 
-    def _finish_traceback(self) -> None:
+    def _finish_traceback(self, at_end: bool = False) -> None:
         if self.traceback is None:
             return
-        built = self.traceback.build()
+        built = self.traceback.build(at_end)
         self.traceback = None
-        if built is not None and len(self.log.tracebacks) < MAX_TRACEBACKS:
+        if built is not None:
+            self._add_traceback(built)
+
+    def _add_traceback(self, built: Traceback) -> None:
+        if len(self.log.tracebacks) < MAX_TRACEBACKS:
             self.log.tracebacks.append(built)
             self.last_traceback = built
 
@@ -226,6 +297,7 @@ class Scanner:
         for marker, phase in PHASE_MARKERS:
             if marker in body and len(self.log.phases) < MAX_CANDIDATES:
                 self.log.phases.append((line.number, phase))
+                self.log.last_phase[line.rank_label or ""] = (phase, line)
         if READY_MARKER in body and self.log.ready is None:
             self.log.ready = line
         if WEIGHTS_LOADED in body and len(self.log.weight_loads) < MAX_WEIGHT_LOADS:
@@ -275,7 +347,7 @@ class Scanner:
             self.log.summary.lines = total_lines
         if tail is not None:
             self.tail = deque(tail, maxlen=TAIL_LINES)
-        self._finish_traceback()
+        self._finish_traceback(at_end=True)
         if self.usage is not None:
             first, length = self.usage
             self.log.usage_dumps.append(
@@ -286,8 +358,23 @@ class Scanner:
 
 
 def scan_lines(summary: InputSummary, lines: Iterable[str], triggers: Sequence[str]) -> ScannedLog:
-    """Scan decoded text lines of one input."""
+    """Scan decoded text lines of one input (the first ones also tell its line prefixes)."""
     scanner = Scanner(summary, triggers)
-    for number, raw in enumerate(lines, start=1):
-        scanner.feed(split_prefix(summary.path, number, raw))
+    stream = iter(lines)
+    head = list(islice(stream, SAMPLE_LINES))
+    prefixes = detect_prefixes(visible_lines(head))
+    note_prefixes(summary, prefixes)
+    strip = prefixes.prefix_length if prefixes is not NO_PREFIXES else None
+    for number, raw in enumerate(chain(head, stream), start=1):
+        scanner.feed(split_prefix(summary.path, number, raw, strip))
     return scanner.finish()
+
+
+def visible_lines(lines: Iterable[str]) -> list[str]:
+    """Lines as the prefix detector sees them: colour codes removed."""
+    return [ANSI.sub("", ln) if "\x1b" in ln else ln for ln in lines]
+
+
+def note_prefixes(summary: InputSummary, prefixes: LinePrefixes) -> None:
+    if prefixes is not NO_PREFIXES:
+        summary.notes.append("line prefixes read past: " + ", ".join(prefixes.names))

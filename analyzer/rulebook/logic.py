@@ -138,6 +138,8 @@ def _phase_at(match: Match, log: ScannedLog) -> str:
         if number > match.line.number:
             break
         phase = {
+            "distributed_init": "startup",
+            "distributed_ready": "startup",
             "weight_loading": "weight_loading",
             "weights_loaded": "kv_cache",
             "kv_cache_allocated": "kv_cache",

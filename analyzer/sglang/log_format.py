@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import shlex
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import regex
@@ -36,10 +37,19 @@ PIP_SHOW_NAME = "Name: sglang"
 PIP_SHOW_VERSION = regex.compile(r"^Version: (?P<version>\d+\.\d+\.\d+(?:\.post\d+)?)\s*$")
 
 
-def split_prefix(source: str, number: int, raw: str) -> Line:
-    """Build a Line: strip colour codes, then split off SGLang's and Ray's prefixes."""
+def split_prefix(
+    source: str, number: int, raw: str, user_prefix: Callable[[str], int] | None = None
+) -> Line:
+    """Build a Line: strip colour codes, then split off SGLang's and Ray's prefixes.
+
+    `user_prefix` says how much of the line a user's tool put in front of SGLang's own
+    text (docker compose, grep -n; analyzer/engine/normalize.py): `text` keeps it, `body`
+    starts after it.
+    """
     text = ANSI.sub("", raw) if "\x1b" in raw else raw
     body, actor, timestamp, ranks = text, None, None, ()
+    if user_prefix is not None:
+        body = text[user_prefix(text) :]
     ray = RAY_PREFIX.match(body)
     if ray:
         actor = f"{ray['actor'] or 'pid'} pid={ray['pid']}"

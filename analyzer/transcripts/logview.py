@@ -11,10 +11,11 @@ needs the `usage:` line to see a dump, so a view cut that way gets the dump it s
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from analyzer.core.model import InputSummary, ScannedLog, UsageDump
-from analyzer.engine.scan import ARGPARSE_ERROR, Scanner
+from analyzer.engine.normalize import NO_PREFIXES, SAMPLE_LINES, detect_prefixes
+from analyzer.engine.scan import ARGPARSE_ERROR, Scanner, visible_lines
 from analyzer.sglang.log_format import split_prefix
 from analyzer.transcripts.session import LogView
 
@@ -24,17 +25,28 @@ SGLANG_PROGRAMS = ("sglang", "launch_server")
 def scan_view(view: LogView, source: str, triggers: Sequence[str]) -> ScannedLog:
     """A ScannedLog of one view; its lines keep their transcript numbers and ref."""
     scanner = Scanner(InputSummary(source, kind="transcript_view"), triggers)
+    prefixes = detect_prefixes(visible_lines([text for _, text in view.lines[:SAMPLE_LINES]]))
+    strip = prefixes.prefix_length if prefixes is not NO_PREFIXES else None
     for number, text in view.lines:
-        scanner.feed(dataclasses.replace(split_prefix(source, number, text), ref=view.ref))
+        line = split_prefix(source, number, text, strip)
+        scanner.feed(dataclasses.replace(line, ref=view.ref))
     log = scanner.finish()
-    if view.partial and not log.usage_dumps:
-        _recover_cut_usage(log, view, source)
+    # a view is a piece (a tail, a grep, one output chunk): a traceback cut before its
+    # exception there is the piece's edge, not the paste's
+    log.tracebacks = [t for t in log.tracebacks if t.exception_type]
+    if view.partial and all(d.first is d.error for d in log.usage_dumps):
+        _recover_cut_usage(log, view, source, strip)
     return log
 
 
-def _recover_cut_usage(log: ScannedLog, view: LogView, source: str) -> None:
-    """Add the usage dump whose `usage:` line the view cut off (only SGLang's parser)."""
-    lines = [dataclasses.replace(split_prefix(source, n, t), ref=view.ref) for n, t in view.lines]
+def _recover_cut_usage(
+    log: ScannedLog, view: LogView, source: str, strip: Callable[[str], int] | None
+) -> None:
+    """The usage dump whose `usage:` line the view cut off (only SGLang's parser), in place
+    of the dump of its error line alone."""
+    lines = [
+        dataclasses.replace(split_prefix(source, n, t, strip), ref=view.ref) for n, t in view.lines
+    ]
     for index, line in enumerate(lines):
         error = ARGPARSE_ERROR.match(line.body)
         if not error or not any(p in error["prog"] for p in SGLANG_PROGRAMS):
@@ -42,7 +54,8 @@ def _recover_cut_usage(log: ScannedLog, view: LogView, source: str) -> None:
         start = index
         while start > 0 and _usage_continuation(lines[start - 1].body):
             start -= 1
-        log.usage_dumps.append(UsageDump(lines[start], line, index - start + 1))
+        kept = [d for d in log.usage_dumps if d.error is None or d.error.number != line.number]
+        log.usage_dumps[:] = [*kept, UsageDump(lines[start], line, index - start + 1)]
         return
 
 
