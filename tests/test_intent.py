@@ -339,12 +339,13 @@ DEPRECATED = (
 )
 
 
-def test_a_warning_does_not_hide_a_silent_death(tmp_path):
+def test_a_warning_does_not_hide_a_log_that_stops(tmp_path):
+    # a log that just ends shows no death: it is where startup stopped (issue 19)
     report = _analyze_lines(
         tmp_path, [DEPRECATED, "[2026-01-01 10:00:05 TP0] Load weight begin. avail mem=78.10 GB"]
     )
-    assert [i.rule_class for i in report.incidents] == ["silent_death", "deprecated_flag"]
-    assert report.verdict == "silent_death"
+    assert [i.rule_class for i in report.incidents] == ["startup_stall", "deprecated_flag"]
+    assert report.verdict == "startup_stall"
 
 
 def test_a_warning_does_not_hide_an_unknown_traceback(tmp_path):

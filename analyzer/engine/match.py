@@ -50,6 +50,8 @@ def _requirements_met(rule: Rule, log: ScannedLog) -> bool:
         "no_usage": not log.usage_dumps,
         "empty": log.summary.lines == 0,
         "not_empty": log.summary.lines > 0,
+        "exited": log.exit_status is not None,
+        "not_exited": log.exit_status is None,
     }
     return all(checks[r] for r in rule.requires)
 

@@ -298,6 +298,7 @@ class Scanner:
             if marker in body and len(self.log.phases) < MAX_CANDIDATES:
                 self.log.phases.append((line.number, phase))
                 self.log.last_phase[line.rank_label or ""] = (phase, line)
+                self.log.startup_began = True
         if READY_MARKER in body and self.log.ready is None:
             self.log.ready = line
         if WEIGHTS_LOADED in body and len(self.log.weight_loads) < MAX_WEIGHT_LOADS:

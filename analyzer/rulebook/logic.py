@@ -207,7 +207,41 @@ def model_load_flags(match: Match, log: ScannedLog) -> dict[str, str] | None:
     return {"needs_remote_code": "yes" * needs, "extra_flags": "--trust-remote-code" * needs}
 
 
+STALL_TEXT = {
+    "distributed_init": "in distributed init (`Init torch distributed begin` with no `ends`)",
+    "distributed_ready": "after distributed init, before weight loading began",
+    "weight_loading": "while loading the model weights",
+    "weights_loaded": "after the weights loaded, while sizing the KV cache",
+    "kv_cache_allocated": "after the KV cache was allocated, before CUDA graph capture",
+    "cuda_graph_capture": "during CUDA graph capture",
+    "cuda_graph_captured": "after CUDA graph capture, before the server said it was ready",
+}
+PHASE_ORDER = tuple(STALL_TEXT)
+
+
+def stalled_phase(match: Match, log: ScannedLog) -> dict[str, str] | None:
+    """The startup phase each rank last reached, for a log that stops without an error.
+
+    Ranks that stopped earlier than the others are named: they are where to look.
+    """
+    reached = {rank: phase for rank, (phase, _) in log.last_phase.items() if phase in STALL_TEXT}
+    if not reached:
+        return {"phase": "startup", "phase_text": "early in startup", "behind": ""}
+    latest = max(reached.values(), key=PHASE_ORDER.index)
+    earliest = min(reached.values(), key=PHASE_ORDER.index)
+    behind = sorted(r for r, phase in reached.items() if phase == earliest and r)
+    ahead = sorted(r for r, phase in reached.items() if phase != earliest and r)
+    note = ""
+    if earliest != latest and behind:
+        note = (
+            f" Not every rank got as far: {', '.join(behind)} stopped "
+            f"{STALL_TEXT[earliest]} while {', '.join(ahead)} got further."
+        )
+    return {"phase": earliest, "phase_text": STALL_TEXT[earliest], "behind": note}
+
+
 LOGIC: dict[str, Callable[[Match, ScannedLog], dict[str, str] | None]] = {
+    "stalled_phase": stalled_phase,
     "failing_check": failing_check,
     "model_load_flags": model_load_flags,
     "proxy_hint": proxy_hint,

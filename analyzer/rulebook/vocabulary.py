@@ -37,7 +37,10 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 SCOPES = ("line", "traceback", "usage", "log")
-REQUIREMENTS = ("startup", "not_ready", "ready", "no_traceback", "no_usage", "empty", "not_empty")
+REQUIREMENTS = (
+    "startup", "not_ready", "ready", "no_traceback", "no_usage", "empty", "not_empty",
+    "exited", "not_exited",
+)  # fmt: skip
 KNOWN_KEYS = {
     "id", "class", "title", "severity", "scope", "triggers", "patterns", "frame", "code",
     "requires", "flags", "flags_group", "logic", "fix", "priority", "alone", "explanation",
