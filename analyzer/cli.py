@@ -18,8 +18,8 @@ from typing import Annotated
 
 import typer
 
+from analyzer.core.output import OutputError, write_output
 from analyzer.core.read import InputError
-from analyzer.formats.output import OutputError, write_atomically
 from analyzer.rulebook.vocabulary import RuleError
 from analyzer.sglang.catalog import CatalogError
 
@@ -258,7 +258,7 @@ def _write(text: str, output: Path | None, inputs: list[str]) -> None:
     if output is None:
         sys.stdout.write(text)
         return
-    write_atomically(output, text, inputs)
+    write_output(output, text, inputs)
 
 
 @app.command("ci")
@@ -358,6 +358,9 @@ def compare_runs(
     format: Annotated[
         CompareFormat, typer.Option("--format", "-f", help="Output format.")
     ] = CompareFormat.terminal,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write the comparison here.")
+    ] = None,
     workers: Annotated[
         int | None, typer.Option("--workers", help="Processes for big files (default: CPUs).")
     ] = None,
@@ -382,7 +385,7 @@ def compare_runs(
             text = render_compare_html(comparison)
         else:
             text = metrics_table.render_compare_plain(comparison)
-        sys.stdout.write(text)
+        _write(text, output, paths)
 
 
 @app.command("rules")
@@ -410,14 +413,20 @@ def catalog_build(
         from analyzer.sglang.catalog_build import write_catalog
     except ImportError as exc:
         raise fail(f"cannot build a catalog: {exc}") from None
-    try:
-        write_catalog(str(output))
-    except ImportError as exc:
-        raise fail(f"sglang is not importable here ({exc}); install loganalyze[sglang]") from None
-    typer.echo(f"wrote {output}")
+    from analyzer.core.output import replaced_atomically
     from analyzer.sglang.error_catalog_build import write_beside
 
-    errors, count = write_beside(output)
+    try:
+        write_catalog(str(output))
+        typer.echo(f"wrote {output}")
+        if not replaced_atomically(output):
+            typer.echo(f"{output} is not a regular file: no error catalog written beside it")
+            return
+        errors, count = write_beside(output)
+    except ImportError as exc:
+        raise fail(f"sglang is not importable here ({exc}); install loganalyze[sglang]") from None
+    except OutputError as exc:
+        raise fail(str(exc)) from None
     typer.echo(f"wrote {errors} ({count} error sites)")
 
 

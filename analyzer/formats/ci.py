@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TextIO
 
 from analyzer.core.model import Report
-from analyzer.formats.output import write_atomically
+from analyzer.core.output import write_output
 from analyzer.formats.report_text import at_least
 
 EXIT_CLEAN = 0
@@ -52,12 +52,12 @@ def render_report(report: Report, format_name: str, fail_on: str = DEFAULT_FAIL_
 def write_reports(
     report: Report, targets: Mapping[str, Path | None], inputs: list[str], fail_on: str
 ) -> list[Path]:
-    """Write each requested format to its file (atomically, never over an input)."""
+    """Write each requested format to its file (see core/output.py; never over an input)."""
     written = []
     for format_name, path in targets.items():
         if path is None:
             continue
-        write_atomically(path, render_report(report, format_name, fail_on), inputs)
+        write_output(path, render_report(report, format_name, fail_on), inputs)
         written.append(path)
     return written
 

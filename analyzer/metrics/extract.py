@@ -10,7 +10,6 @@ dataclasses (`RunMetrics`) for `analyzer.metrics.compare` and the renderers;
 from __future__ import annotations
 
 import math
-import os
 from pathlib import Path
 
 import numpy as np
@@ -158,36 +157,26 @@ def extract_with_series(
 
     CSV is streamed block by block, so memory stays bounded however long the log;
     Parquet (pyarrow, optional) is written from one in-memory DataFrame. The file is
-    written beside the target and renamed over it, never over an input.
+    written as every output is (core/output.py), never over an input.
     """
-    from analyzer.formats.output import OutputError
+    from analyzer.core.output import open_output
 
-    target = _series_target(path, paths)
-    temp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    try:
-        if target.suffix.lower() == ".csv":
-            with open(temp, "w", encoding="utf-8", newline="") as handle:
-                sink = _CsvSink(handle)
-                runs = []
-                for text_input in open_inputs(paths):
-                    sink.source = text_input.path
-                    runs.append(extract(text_input, sink=sink))
-            rows = sink.rows
-        else:
-            import pandas as pd
+    csv = _series_suffix(path) == ".csv"
+    if csv:
+        with open_output(path, paths, newline="") as handle:
+            sink = _CsvSink(handle)
+            runs = []
+            for text_input in open_inputs(paths):
+                sink.source = text_input.path
+                runs.append(extract(text_input, sink=sink))
+        return runs, sink.rows
+    import pandas as pd
 
-            runs = extract_paths(paths, keep_series=True, workers=workers)
-            frame = pd.concat([r.series_frame() for r in runs], ignore_index=True)
-            frame.to_parquet(temp, index=False)
-            rows = len(frame)
-        os.replace(temp, target)
-    except OSError as exc:
-        temp.unlink(missing_ok=True)
-        raise OutputError(f"{path}: cannot write ({exc.strerror or exc})") from None
-    except BaseException:
-        temp.unlink(missing_ok=True)
-        raise
-    return runs, rows
+    with open_output(path, paths, binary=True) as handle:
+        runs = extract_paths(paths, keep_series=True, workers=workers)
+        frame = pd.concat([r.series_frame() for r in runs], ignore_index=True)
+        frame.to_parquet(handle, index=False)
+    return runs, len(frame)
 
 
 class _CsvSink:
@@ -202,8 +191,8 @@ class _CsvSink:
         self.rows += len(frame)
 
 
-def _series_target(path: Path, inputs: list[str]) -> Path:
-    from analyzer.formats.output import OutputError
+def _series_suffix(path: Path) -> str:
+    from analyzer.core.output import OutputError
 
     suffix = path.suffix.lower()
     if suffix not in SERIES_SUFFIXES:
@@ -212,13 +201,7 @@ def _series_target(path: Path, inputs: list[str]) -> Path:
         raise OutputError(
             "writing Parquet needs pyarrow (pip install pyarrow); or use -o series.csv"
         )
-    target = path.resolve()
-    for name in inputs:
-        if name != "-" and Path(name).exists() and Path(name).resolve() == target:
-            raise OutputError(f"{path}: refusing to write the series over an input file")
-    if not target.parent.is_dir():
-        raise OutputError(f"{path}: folder {target.parent} does not exist")
-    return target
+    return suffix
 
 
 def _has_module(name: str) -> bool:

@@ -3,11 +3,11 @@ served as EAGLE (accept length stuck near 1.00), speculative settings left to SG
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import regex
 
+from analyzer.core import bounded_json
 from analyzer.core.model import Edit, Finding, Line
 from analyzer.rulebook.check_rules import (
     CheckInputs,
@@ -204,7 +204,7 @@ def _config_architecture(path: Path) -> str | None:
     try:
         if path.stat().st_size > MAX_CONFIG_BYTES:
             return None
-        config = json.loads(path.read_text("utf-8"))
+        config = bounded_json.loads(path.read_text("utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
         return None
     architectures = config.get("architectures") if isinstance(config, dict) else None

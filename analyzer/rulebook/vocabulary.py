@@ -139,6 +139,8 @@ def _load_text(text: str, path: str) -> Rule:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise RuleError(f"{path}: not valid TOML ({exc})") from None
+    except RecursionError:  # tomllib recurses once per nested array or inline table
+        raise RuleError(f"{path}: not valid TOML (nested too deep to read)") from None
     rule_id = data.get("id")
     where = f"{path}: rule {rule_id or '<no id>'}"
     try:

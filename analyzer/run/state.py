@@ -14,6 +14,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from analyzer.core import bounded_json
+
 STATE_SUFFIX = ".run.json"
 STATE_SCHEMA = 1
 
@@ -70,7 +72,7 @@ class RunState:
     @classmethod
     def load(cls, path: Path) -> RunState:
         try:
-            data = json.loads(path.read_text("utf-8"))
+            data = bounded_json.loads(path.read_text("utf-8"))
             known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
             return cls(**known)
         except (OSError, ValueError, TypeError) as exc:

@@ -9,12 +9,13 @@ prefixes of a long option are silently expanded.
 from __future__ import annotations
 
 import difflib
-import json
 import re
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from typing import Any
+
+from analyzer.core import bounded_json
 
 CATALOG_PACKAGE = "analyzer.catalogs"
 
@@ -207,4 +208,7 @@ def load_catalog(version: str | None = None) -> FlagCatalog:
     if chosen not in versions:
         raise CatalogError(f"no catalog for sglang {chosen} (shipped: {', '.join(versions)})")
     text = resources.files(CATALOG_PACKAGE).joinpath(f"sglang-{chosen}.json").read_text("utf-8")
-    return FlagCatalog(json.loads(text))
+    try:
+        return FlagCatalog(bounded_json.loads(text))
+    except ValueError as exc:
+        raise CatalogError(f"the catalog of sglang {chosen} is not valid JSON ({exc})") from None

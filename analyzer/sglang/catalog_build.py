@@ -30,6 +30,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from analyzer.core.output import OutputError, write_output
+
 HOW = (
     "built by `loganalyze catalog build` from "
     "sglang.srt.server_args.ServerArgs.add_cli_args on a parser made like "
@@ -123,9 +125,7 @@ def source_lines(package: Path) -> dict[str, dict[str, str]]:
 def write_catalog(path: str) -> None:
     """Build the catalog and write it as indented JSON (keys in schema order, options sorted)."""
     catalog = build_catalog()
-    with open(path, "w", encoding="utf-8") as handle:
-        json.dump(catalog, handle, indent=1, ensure_ascii=False)
-        handle.write("\n")
+    write_output(Path(path), json.dumps(catalog, indent=1, ensure_ascii=False) + "\n", [])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -140,6 +140,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_catalog(args.output)
     except ImportError as exc:
         print(f"loganalyze catalog build: SGLang is not importable here: {exc}", file=sys.stderr)
+        return 2
+    except OutputError as exc:
+        print(f"loganalyze catalog build: {exc}", file=sys.stderr)
         return 2
     print(f"wrote {args.output}")
     return 0

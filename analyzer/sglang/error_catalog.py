@@ -20,7 +20,6 @@ wherever it ends up living.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -29,6 +28,8 @@ from importlib import resources
 from typing import Any
 
 import regex
+
+from analyzer.core import bounded_json
 
 CATALOG_PACKAGE = "analyzer.catalogs"
 PREFIX, SUFFIX = "errors-", ".json"
@@ -299,6 +300,6 @@ def load_error_catalog(version: str | None = None) -> ErrorCatalog:
         chosen = older[-1]
     path = resources.files(CATALOG_PACKAGE).joinpath(f"{PREFIX}{chosen}{SUFFIX}")
     try:
-        return ErrorCatalog.from_json(json.loads(path.read_text("utf-8")))
+        return ErrorCatalog.from_json(bounded_json.loads(path.read_text("utf-8")))
     except (OSError, ValueError, KeyError) as exc:
         raise ErrorCatalogError(f"cannot read the error catalog of sglang {chosen}: {exc}") from exc

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from analyzer.core.output import OutputError, write_output
 from analyzer.sglang.error_source import (
     Template,
     child_blocks,
@@ -514,7 +515,7 @@ def write_error_catalog(
 ) -> int:
     """Write the error catalog; returns how many entries it has."""
     catalog = build_error_catalog(package, flag_catalog)
-    Path(path).write_text(dumps(catalog), encoding="utf-8")
+    write_output(Path(path), dumps(catalog), [])
     return len(catalog["entries"])
 
 
@@ -559,7 +560,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error_catalog_build: {exc}", file=sys.stderr)
         return 2
     output = args.output or str(Path(__file__).parent.parent / "catalogs" / f"errors-{version}.json")
-    count = write_error_catalog(output, package, flags)
+    try:
+        count = write_error_catalog(output, package, flags)
+    except OutputError as exc:
+        print(f"error_catalog_build: {exc}", file=sys.stderr)
+        return 2
     print(f"wrote {output} ({count} entries, sglang {version})")
     return 0
 

@@ -18,7 +18,6 @@ Read line by line; a record only lives until its tool call is answered.
 
 from __future__ import annotations
 
-import json
 from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,6 +26,7 @@ from typing import IO, Any
 import regex
 
 from analyzer.transcripts import claude_tasks as tasks
+from analyzer.transcripts.jsonstream import RecordLines
 from analyzer.transcripts.model import Event, FileWrite, ShellCall, Transcript, UserMessage
 
 EXIT_CODE = regex.compile(r"^(?:Error: )?Exit code (?P<code>-?\d+)\b")
@@ -52,7 +52,6 @@ BANG_OUTPUT = regex.compile(
 )
 OUTPUT_TOOLS = frozenset({"BashOutput", "TaskOutput", "AgentOutput"})
 STOP_TOOLS = frozenset({"TaskStop", "KillShell", "KillBash"})
-MAX_RECORD_BYTES = 256 << 20
 
 
 class _Session:
@@ -76,12 +75,8 @@ def read_claude(
     With the session file's path, its sub-agents' calls are merged in by time."""
     session = _Session(path.parent if path is not None else None)
     merged: deque[tuple[str, Event]] | None = None if path is not None else deque()
-    bad = number = 0
-    for number, raw in enumerate(stream, start=1):
-        record = _record(raw)
-        if record is None:
-            bad += raw.strip() != b""
-            continue
+    records = RecordLines()
+    for number, record in records.read(stream):
         if merged is None and isinstance(record.get("sessionId"), str):
             assert path is not None
             session.folders.append(path.parent / record["sessionId"])
@@ -92,9 +87,8 @@ def read_claude(
         yield from _events(record, number, session)
     yield from (event for _, event in merged or ())
     yield from _unanswered(session)
-    transcript.lines = number
-    if bad:
-        transcript.notes.append(f"{bad} line(s) were not JSON records: skipped")
+    transcript.lines = records.lines
+    transcript.notes.extend(records.notes())
     if session.previews:
         transcript.notes.append(
             f"{session.previews} large output(s) were persisted by Claude Code and their file "
@@ -113,18 +107,17 @@ def _subagent_events(
     for file in files:
         session = _Session(None, subagent=True)
         session.folders = list(parent.folders)
+        records = RecordLines()
         try:
             with open(file, "rb") as stream:
-                for number, raw in enumerate(stream, start=1):
-                    record = _record(raw)
-                    if record is None:
-                        continue
+                for number, record in records.read(stream):
                     when = (
                         record.get("timestamp") if isinstance(record.get("timestamp"), str) else ""
                     )
                     found.extend((when, e) for e in _events(record, number, session))
         except OSError:
             continue
+        transcript.notes.extend(f"{file.name}: {note}" for note in records.notes())
         found.extend(("~", e) for e in _unanswered(session))
         parent.previews += session.previews
     if files:
@@ -137,16 +130,6 @@ def _unanswered(session: _Session) -> Iterator[Event]:
         if call["name"] == "Bash":
             yield _call(call, tool_id, timestamp, "", None, "no result")
     session.pending.clear()
-
-
-def _record(raw: bytes) -> dict[str, Any] | None:
-    if len(raw) > MAX_RECORD_BYTES:
-        return None
-    try:
-        record = json.loads(raw)
-    except ValueError:
-        return None
-    return record if isinstance(record, dict) else None
 
 
 def _events(record: dict[str, Any], number: int, session: _Session) -> Iterator[Event]:

@@ -24,11 +24,12 @@ third-party readers:
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import regex
+
+from analyzer.core import bounded_json
 
 BACKGROUND_ID = regex.compile(
     r"(?:running in background|manually backgrounded by user|moved to the background)"
@@ -141,7 +142,7 @@ def _session_of(path: Path) -> str | None:
                 if number > 40:
                     return None
                 try:
-                    record = json.loads(raw)
+                    record = bounded_json.loads(raw)
                 except ValueError:
                     continue
                 if isinstance(record, dict) and isinstance(record.get("sessionId"), str):

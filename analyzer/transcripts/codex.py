@@ -26,12 +26,12 @@ wrote a bare `{id, timestamp[, instructions]}` line, then bare items (no envelop
 
 from __future__ import annotations
 
-import json
 import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
+from analyzer.core import bounded_json
 from analyzer.transcripts.codex_shapes import (
     cell_output,
     exec_commands,
@@ -39,6 +39,7 @@ from analyzer.transcripts.codex_shapes import (
     patch_writes,
     user_shell_command,
 )
+from analyzer.transcripts.jsonstream import RecordLines
 from analyzer.transcripts.model import Event, FileWrite, ShellCall, Transcript, UserMessage
 
 SHELL_TOOLS = frozenset({"shell", "container.exec", "local_shell", "exec_command", "shell_command"})
@@ -62,7 +63,6 @@ INJECTED = (
     "<user_shell_command>",
 )
 INTERRUPT = "\x03"
-MAX_RECORD_BYTES = 256 << 20
 
 
 @dataclass
@@ -86,12 +86,8 @@ class _Rollout:
 def read_codex(stream: IO[bytes], transcript: Transcript) -> Iterator[Event]:
     """Yield the session's events in order; a call is yielded when its output arrives."""
     state = _Rollout()
-    bad = number = 0
-    for number, raw in enumerate(stream, start=1):
-        record = _record(raw)
-        if record is None:
-            bad += raw.strip() != b""
-            continue
+    records = RecordLines()
+    for number, record in records.read(stream):
         enveloped = isinstance(record.get("payload"), dict)
         payload = record["payload"] if enveloped else record
         timestamp = record.get("timestamp") if isinstance(record.get("timestamp"), str) else None
@@ -112,23 +108,12 @@ def read_codex(stream: IO[bytes], transcript: Transcript) -> Iterator[Event]:
         yield ShellCall(
             command, "", state.exit_codes.get(call_id), call.timestamp, call_id, status="no result"
         )
-    transcript.lines = number
-    if bad:
-        transcript.notes.append(f"{bad} line(s) were not JSON records: skipped")
+    transcript.lines = records.lines
+    transcript.notes.extend(records.notes())
 
 
 def _bare_meta(record: dict[str, Any]) -> bool:
     return "type" not in record and {"id", "timestamp"} <= set(record)
-
-
-def _record(raw: bytes) -> dict[str, Any] | None:
-    if len(raw) > MAX_RECORD_BYTES:
-        return None
-    try:
-        record = json.loads(raw)
-    except ValueError:
-        return None
-    return record if isinstance(record, dict) else None
 
 
 def _response_item(
@@ -232,7 +217,7 @@ def _arguments(raw: Any) -> dict[str, Any]:
     if isinstance(raw, dict):
         return raw
     try:
-        value = json.loads(raw) if isinstance(raw, str) else None
+        value = bounded_json.loads(raw) if isinstance(raw, str) else None
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}

@@ -25,11 +25,12 @@ Followed from openai/codex codex-rs:
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 import regex
+
+from analyzer.core import bounded_json
 
 HEADER_LINE = regex.compile(
     r"^(?:Chunk ID: \S*|Wall time:? [\d.]+ seconds|Process exited with code (?P<exit>-?\d+)"
@@ -77,7 +78,7 @@ def parse_output(raw: Any) -> ToolOutput:
     stripped = text.lstrip()
     if stripped.startswith("{"):
         try:
-            value = json.loads(stripped)
+            value = bounded_json.loads(stripped)
         except ValueError:
             value = None
         if isinstance(value, dict) and "output" in value:
@@ -120,7 +121,7 @@ def cell_output(raw: Any) -> ToolOutput:
     body = _headed(output_text(raw)).text
     if body.strip().startswith("{"):
         try:
-            value = json.loads(body.strip())
+            value = bounded_json.loads(body.strip())
         except ValueError:
             value = None
         if isinstance(value, dict) and "output" in value:

@@ -16,12 +16,12 @@ a CI log stays a log). Anything else is a log.
 
 from __future__ import annotations
 
-import json
 import zlib
 from pathlib import Path
 
 import regex
 
+from analyzer.core import bounded_json
 from analyzer.core.read import TextInput
 from analyzer.transcripts.compressed import open_transcript
 from analyzer.transcripts.terminal_text import SCRIPT_HEADER, prompt_command, visible
@@ -142,7 +142,9 @@ def _sniff_jsonl(lines: list[bytes]) -> str | None:
         if not raw.strip():
             continue
         try:
-            record = json.loads(raw)
+            record = bounded_json.loads(raw)
+        except bounded_json.JsonTooDeepError:
+            continue  # JSON all the same: the reader skips it with a note, so does sniffing
         except ValueError:
             return CLAUDE if bookkeeping else None
         if not isinstance(record, dict):

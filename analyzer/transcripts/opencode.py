@@ -19,13 +19,13 @@ milliseconds. Ids sort in creation order.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
 import regex
 
+from analyzer.core import bounded_json
 from analyzer.transcripts.jsonstream import JsonStreamError, ObjectStream
 from analyzer.transcripts.model import (
     Event,
@@ -99,6 +99,10 @@ def read_export(
     except JsonStreamError as exc:
         transcript.notes.append(f"export is not complete JSON ({exc}); read what came before")
     transcript.lines = members.newlines + 1
+    if members.skipped:
+        transcript.notes.append(
+            f"{members.skipped} value(s) nested too deep or too big to read: skipped"
+        )
     transcript.notes.extend(outputs.notes())
 
 
@@ -191,7 +195,7 @@ def _list(value: Any) -> list[Any]:
 
 def json_dict(text: Any) -> dict[str, Any]:
     try:
-        value = json.loads(text) if isinstance(text, (str, bytes)) else None
+        value = bounded_json.loads(text) if isinstance(text, (str, bytes)) else None
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}

@@ -18,7 +18,6 @@ ID`, else the one active last) and a note lists the others.
 
 from __future__ import annotations
 
-import json
 import shutil
 import sqlite3
 import tempfile
@@ -29,6 +28,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from analyzer.core import bounded_json
 from analyzer.transcripts.model import Event, Transcript, iso_from_epoch_ms
 from analyzer.transcripts.opencode import FullOutputs, json_dict, message_events
 
@@ -194,7 +194,7 @@ def _storage_sessions(root: Path) -> list[SessionInfo]:
     found: dict[str, SessionInfo] = {}
     for path in root.glob("session/**/*.json"):
         try:
-            info = json.loads(path.read_text("utf-8"))
+            info = bounded_json.loads(path.read_text("utf-8"))
         except (OSError, ValueError):
             continue
         if isinstance(info, dict) and isinstance(info.get("id"), str):
@@ -218,7 +218,7 @@ def _message_order(info: dict[str, Any]) -> tuple[Any, str]:
 
 def _load(path: Path, bad: list[str]) -> dict[str, Any] | None:
     try:
-        data = json.loads(path.read_text("utf-8", errors="replace"))
+        data = bounded_json.loads(path.read_text("utf-8", errors="replace"))
     except (OSError, ValueError):
         bad.append(str(path))
         return None
