@@ -354,7 +354,7 @@ def test_a_warning_does_not_hide_an_unknown_traceback(tmp_path):
         [
             DEPRECATED,
             "Traceback (most recent call last):",
-            '  File "/x/sglang/srt/managers/scheduler.py", line 12, in event_loop',
+            '  File "/x/app/worker.py", line 12, in event_loop',
             "    raise KeyError('x')",
             "KeyError: 'x'",
         ],

@@ -109,8 +109,10 @@ def memory_phase(match: Match, log: ScannedLog) -> dict[str, str] | None:
     if match.traceback is not None:
         text += " " + " ".join(f.function for f in match.traceback.frames)
         phase = _phase_from_frames(match) or phase
-    if "Not enough memory" in text:
+    if "Not enough memory" in text or "Not enought memory" in text:  # 0.1.x spelled it so
         phase = "kv_cache"
+    if KV_POOL_FULL.search(match.line.body):
+        phase = "kv_pool"
     # PyTorch names other processes "Process N has ..."; in a container the server itself
     # can appear that way, so it only counts when "this process has" is reported too.
     others = bool(OTHER_PROCESS.search(text)) and "this process has" in text
@@ -120,7 +122,26 @@ def memory_phase(match: Match, log: ScannedLog) -> dict[str, str] | None:
         "phase_text": PHASE_TEXT[phase],
         "advice_phase": advice_phase,
         "other_processes": "yes" * others,
+        "extra_flags": _memory_feature_flags(match),
     }
+
+
+# schedule_batch / mem_cache: "Prefill out of memory. Try to lower your batch size." (and Decode)
+KV_POOL_FULL = regex.compile(r"(?:Prefill|Decode) out of memory\. Try to lower your batch size")
+# SGLang functions that only run with a feature on, and the flag that turns it on:
+# alloc_paged_token_slots_* is the allocator for page_size > 1; maybe_offload_to_cpu
+# (utils make_layers) copies layers to pinned CPU memory for --cpu-offload-gb.
+FEATURE_FRAMES = (
+    ("alloc_paged_token_slots", "--page-size"),
+    ("maybe_offload_to_cpu", "--cpu-offload-gb"),
+)
+
+
+def _memory_feature_flags(match: Match) -> str:
+    if match.traceback is None:
+        return ""
+    functions = " ".join(f.function for f in match.traceback.frames)
+    return " ".join(flag for function, flag in FEATURE_FRAMES if function in functions)
 
 
 PHASE_TEXT = {
@@ -128,6 +149,7 @@ PHASE_TEXT = {
     "kv_cache": "while sizing the KV cache (memory pool)",
     "cuda_graph_capture": "during CUDA graph capture",
     "serving": "while serving requests",
+    "kv_pool": "while serving: the KV cache pool had no free slots for a batch",
     "startup": "during startup",
 }
 
@@ -240,11 +262,38 @@ def stalled_phase(match: Match, log: ScannedLog) -> dict[str, str] | None:
     return {"phase": earliest, "phase_text": STALL_TEXT[earliest], "behind": note}
 
 
+# scheduler.py / detokenizer_manager.py / tokenizer_manager.py log f"{Name} hit an exception: {traceback}"
+WRAPPER = regex.compile(r"\b(?P<process>\w+) hit an exception: ")
+HTTP_FRAMEWORKS = ("/uvicorn/", "/starlette/", "/fastapi/")
+
+
+def raising_frame(match: Match, log: ScannedLog) -> dict[str, str] | None:
+    """Name the SGLang frame that raised and the process that logged it. An exception that
+    went through the HTTP framework belongs to one request (uvicorn logs it and keeps
+    serving), so it is not a crash of the server."""
+    traceback = match.traceback
+    if traceback is None:
+        return None
+    paths = [(f.file.replace("\\", "/"), f) for f in traceback.frames]
+    if any(framework in path for path, _ in paths for framework in HTTP_FRAMEWORKS):
+        return None
+    own = [(path, f) for path, f in paths if "/sglang/" in path]
+    if not own:
+        return None
+    path, frame = own[-1]
+    wrapper = WRAPPER.search(traceback.first.body)
+    return {
+        "where": f"{frame.function} ({path[path.rfind('sglang/'):]}:{frame.lineno})",
+        "process": wrapper["process"] if wrapper else "",
+    }
+
+
 LOGIC: dict[str, Callable[[Match, ScannedLog], dict[str, str] | None]] = {
     "stalled_phase": stalled_phase,
     "failing_check": failing_check,
     "model_load_flags": model_load_flags,
     "proxy_hint": proxy_hint,
+    "raising_frame": raising_frame,
     "two_flags": two_flags,
     "hidden_dims": hidden_dims,
     "memory_phase": memory_phase,
