@@ -33,11 +33,13 @@ class PrefixForm:
     name: str
     pattern: regex.Pattern
     numbered: bool = False
+    # unmistakable on any line (an issue comment quoting a few lines among its prose)
+    anywhere: bool = False
 
 
 FORMS = (
-    PrefixForm("quote", regex.compile(r"^> ?")),
-    PrefixForm("kubectl", regex.compile(r"^\[pod/[^\s\]/]+/[^\s\]]+\] ")),
+    PrefixForm("quote", regex.compile(r"^> ?"), anywhere=True),
+    PrefixForm("kubectl", regex.compile(r"^\[pod/[^\s\]/]+/[^\s\]]+\] "), anywhere=True),
     PrefixForm(
         "journald",
         regex.compile(r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [^\s:\[]+(?:\[\d+\])?: "),
@@ -132,7 +134,7 @@ def _consistent_form(lines: list[str]) -> PrefixForm | None:
     best: tuple[int, PrefixForm] | None = None
     for form in FORMS:
         matches = [m for ln in content if (m := form.pattern.match(ln))]
-        if len(matches) < needed or (form.numbered and not _increasing(matches)):
+        if len(matches) < (1 if form.anywhere else needed) or (form.numbered and not _increasing(matches)):
             continue
         if not any(m.end() < len(m.string) for m in matches):
             continue  # the form would eat whole lines: it is the content, not a prefix

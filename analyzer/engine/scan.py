@@ -46,7 +46,8 @@ ARGPARSE_ALONE = regex.compile(
 # a dotted name ending like an exception class. Interrupts and exits are how processes stop,
 # not failures.
 EXCEPTION_ALONE = regex.compile(
-    r"^(?P<type>(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|OutOfResources))(?::\s?(?P<msg>.*))?$"
+    r"^(?P<type>(?:[a-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception|OutOfResources)|Exception))"
+    r"(?::\s?(?P<msg>.*))?$"
 )
 NOT_FAILURES = ("CancelledError",)
 SERVER_ARGS_MARKERS = ("server_args=ServerArgs(", "server_args={")

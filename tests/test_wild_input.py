@@ -1,0 +1,144 @@
+"""What users paste: prefixed lines, fragments, logs that just stop (issue: wild input).
+
+Each test takes a complete fixture, cuts or wraps it the way a user's tool would, and
+checks that the analysis still says the same thing, with the evidence pointing at the
+user's own lines.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from analyzer.engine.normalize import detect_prefixes
+from analyzer.pipeline import Options, analyze
+
+ROOT = Path(__file__).resolve().parent.parent
+CLEAN = [
+    ("fixtures/source/environment_no_sgl_kernel.log", "environment"),
+    ("fixtures/source/oom_kv_cache_tp8.log", "oom"),
+    ("fixtures/real/unrecognized_num_speculative_tokens.log", "argparse_unrecognized"),
+    ("fixtures/source/hidden_dim_eagle3_served_as_eagle.log", "hidden_dim_mismatch"),
+]
+PREFIXES = {
+    "docker-compose": lambda n, line: f"sglang-1  | {line}",
+    "kubectl": lambda n, line: f"[pod/sglang-0/server] {line}",
+    "journald": lambda n, line: f"Dec 03 10:00:{n % 60:02d} gpu-host python3[4242]: {line}",
+    "ci-timestamp": lambda n, line: f"2026-01-05T10:00:{n % 60:02d}.1234567Z {line}",
+    "cri": lambda n, line: f"2026-01-05T10:00:01.123456789Z stderr F {line}",
+    "grep-n": lambda n, line: f"{n}:{line}",
+    "grep-H": lambda n, line: f"logs/server.log:{n}:{line}",
+    "quote": lambda n, line: f"> {line}",
+    "torchrun": lambda n, line: f"[rank0]: {line}",
+}
+
+
+def _write(tmp_path: Path, name: str, lines: list[str], newline: str = "\n") -> Path:
+    path = tmp_path / name
+    path.write_bytes((newline.join(lines) + newline).encode("utf-8"))
+    return path
+
+
+def _root(path: Path):
+    report = analyze([str(path)], Options())
+    causes = [i for i in report.incidents if i.severity in ("fatal", "error")]
+    return causes[0] if causes else None
+
+
+def _lines(fixture: str) -> list[str]:
+    return (ROOT / fixture).read_text("utf-8").splitlines()
+
+
+@pytest.mark.parametrize("form", sorted(PREFIXES))
+@pytest.mark.parametrize(("fixture", "expected"), CLEAN, ids=[c[1] for c in CLEAN])
+def test_a_prefixed_log_reads_as_the_clean_one(tmp_path, fixture, expected, form):
+    clean = _root(ROOT / fixture)
+    assert clean is not None and clean.rule_class == expected
+    wrapped = [PREFIXES[form](n, line) for n, line in enumerate(_lines(fixture), start=1)]
+    root = _root(_write(tmp_path, "pasted.log", wrapped))
+    assert root is not None, form
+    assert (root.rule_class, root.line, root.offending_flags) == (
+        clean.rule_class,
+        clean.line,
+        clean.offending_flags,
+    )
+    decisive = next(ln for ln in root.evidence if ln.number == root.line)
+    assert decisive.text == wrapped[root.line - 1]  # the evidence is the user's own line
+
+
+def test_crlf_and_a_markdown_fence_change_nothing(tmp_path):
+    fixture, expected = CLEAN[0]
+    lines = ["Here is the log:", "```text", *_lines(fixture), "```", "any idea?"]
+    root = _root(_write(tmp_path, "comment.txt", lines, newline="\r\n"))
+    assert root is not None and root.rule_class == expected
+
+
+@pytest.mark.parametrize(("fixture", "expected"), CLEAN[:2], ids=[c[1] for c in CLEAN[:2]])
+def test_a_traceback_without_its_header_is_classified_the_same(tmp_path, fixture, expected):
+    lines = [ln for ln in _lines(fixture) if "Traceback (most recent call last)" not in ln]
+    root = _root(_write(tmp_path, "headless.log", lines))
+    assert root is not None and root.rule_class == expected
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.", "oom"),
+        ("ModuleNotFoundError: No module named 'sgl_kernel'", "environment"),
+        (
+            "launch_server.py: error: argument --tool-call-parser: invalid choice: 'qwen3' "
+            "(choose from 'llama3', 'qwen25', 'mistral')",
+            "argparse_invalid",
+        ),
+        ("sglang serve: error: unrecognized arguments: --num-speculative-tokens 4", "argparse_unrecognized"),
+        ("KeyError: 'midlayer.self_attn.qkv_proj.weight'", None),  # at worst unknown
+    ],
+)
+def test_one_pasted_line_gets_an_incident(tmp_path, line, expected):
+    root = _root(_write(tmp_path, "one.txt", [line]))
+    assert root is not None, line
+    if expected is not None:
+        assert root.rule_class == expected
+
+
+def test_a_traceback_cut_before_its_exception_says_so(tmp_path):
+    lines = _lines(CLEAN[0][0])
+    last = max(i for i, ln in enumerate(lines) if ln.lstrip().startswith('File "'))
+    root = _root(_write(tmp_path, "cut.log", lines[: last + 1]))
+    assert root is not None and root.rule_class == "unknown"
+    assert "cut off before its exception" in root.title
+
+
+def test_a_log_that_stops_names_the_phase_and_the_rank_behind(tmp_path):
+    lines = [
+        "[2026-01-01 10:00:00] server_args=ServerArgs(model_path='/m', tp_size=2)",
+        "[2026-01-01 10:00:01 TP0] Init torch distributed begin.",
+        "[2026-01-01 10:00:01 TP1] Init torch distributed begin.",
+        "[2026-01-01 10:00:02 TP0] Init torch distributed ends. mem usage=0.1 GB",
+        "[2026-01-01 10:00:02 TP0] Load weight begin. avail mem=78.10 GB",
+    ]
+    root = _root(_write(tmp_path, "stops.log", lines))
+    assert root is not None and root.rule_class == "startup_stall"
+    assert "distributed init" in root.title
+    assert "TP1 stopped" in root.explanation
+    assert any("NCCL_DEBUG=INFO" in a for a in root.advice)
+
+
+def test_a_serving_log_that_stops_is_healthy(tmp_path):
+    lines = [
+        "[2026-01-01 10:00:02 TP0] Load weight begin. avail mem=78.10 GB",
+        "[2026-01-01 10:01:00] The server is fired up and ready to roll!",
+        "[2026-01-01 10:01:05 TP0] Decode batch, #running-req: 1, #token: 90, token usage: 0.01",
+    ]
+    assert _root(_write(tmp_path, "serving.log", lines)) is None
+
+
+def test_text_that_only_looks_prefixed_is_left_alone():
+    # python logging's own timestamps, clock times, SGLang's bracket prefix: content, not wrappers
+    assert detect_prefixes(["2026-01-01 10:00:00,1 INFO a", "2026-01-01 10:00:01,2 INFO b"]).names == []
+    assert detect_prefixes(["12:00:01 start", "12:00:02 stop"]).names == []
+    assert detect_prefixes(["[2026-12-02 18:13:25] --x is deprecated", "[2026-12-02 18:13:26] y"]).names == []
+    # grep -n numbers must go up
+    assert detect_prefixes(["86:a", "87:b", "90-c"]).names == ["grep-number"]
+    assert detect_prefixes(["86:a", "12:b", "40:c"]).names == []
