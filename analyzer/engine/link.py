@@ -54,9 +54,7 @@ def linked_flags(rule: Rule, groups: dict[str, str], catalog: FlagCatalog) -> li
     return flags
 
 
-def site_flags(
-    site: ErrorSite, catalog: FlagCatalog, command: LaunchCommand | None
-) -> list[str]:
+def site_flags(site: ErrorSite, catalog: FlagCatalog, command: LaunchCommand | None) -> list[str]:
     """The flags a raise site blames, canonical.
 
     With the launch command: those the condition or the message read that the command
