@@ -26,12 +26,6 @@ from analyzer.engine.correct import choose_command, propose
 from analyzer.engine.link import link, site_flags
 from analyzer.engine.literal_scan import LiteralFinder, finder_for, scan_chunks
 from analyzer.engine.match import match_rules
-from analyzer.engine.raise_sites import (
-    FoundSite,
-    error_catalog_for,
-    find_site,
-    find_site_in_chain,
-)
 from analyzer.engine.redact import redact_report
 from analyzer.engine.scan import scan_lines
 from analyzer.rulebook.check_rules import CHECK_RULES
@@ -42,6 +36,7 @@ from analyzer.sglang.releases import choose_for_text, choose_version
 from analyzer.transcripts.detect import FORMAT_NAMES, detect_kind, is_transcript_folder
 
 if TYPE_CHECKING:
+    from analyzer.engine.raise_sites import FoundSite
     from analyzer.metrics.results import RunMetrics
 
 
@@ -204,7 +199,12 @@ def analyze_log(
 
 def _fallback(log: ScannedLog, context: _Context, launch: list[Line] | None) -> Incident | None:
     """The last traceback no rule explains, classed by the SGLang site that raised it."""
-    errors = error_catalog_for(context.catalog.version) if log.tracebacks else None
+    if not log.tracebacks:
+        return None
+    # imported here, as in _raise_site: a log without a traceback never loads an error catalog
+    from analyzer.engine.raise_sites import error_catalog_for, find_site_in_chain
+
+    errors = error_catalog_for(context.catalog.version)
     found = find_site_in_chain(log.tracebacks[-1], errors) if errors else None
     if found is None:
         return incidents_stage.fallback_incident(log)
@@ -225,6 +225,8 @@ def _raise_site(match: Match, context: _Context) -> FoundSite | None:
     traceback = match.traceback
     if traceback is None:
         return None
+    from analyzer.engine.raise_sites import error_catalog_for, find_site
+
     errors = error_catalog_for(context.catalog.version)
     if errors is None:
         return None

@@ -183,3 +183,22 @@ def test_real_failures_meet_the_class_and_flag_goals():
     assert shipped.flag_share >= 0.95
     # the families alone class every real failure whose raise site the catalog finds
     assert alone.cases >= 12 and alone.class_share >= 0.97
+
+
+def test_readme_states_each_releases_coverage():
+    from analyzer.rulebook.raise_site_rules import coverage
+    from analyzer.sglang.error_catalog import shipped_error_versions
+    from tests.fixture_cases import ROOT
+
+    readme = (ROOT / "README.md").read_text("utf-8")
+    for version in shipped_error_versions():
+        entries = load_error_catalog(version).entries
+        every = coverage(entries)
+        startup = coverage(tuple(s for s in entries if s.startup))
+        row = (
+            f"| {version} | {every.entries} | {every.classed} ({every.classed / every.entries:.1%})"
+            f" | {every.classed_with_flag} ({every.share:.1%}) | {startup.entries}"
+            f" | {startup.classed_with_flag} ({startup.share:.1%}) |"
+        )
+        print(row)
+        assert row in readme

@@ -9,6 +9,8 @@ site that raised it (analyzer/catalogs/raise_sites.toml), else `unknown`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from analyzer.core.model import (
     Incident,
     InputSummary,
@@ -17,7 +19,9 @@ from analyzer.core.model import (
     ScannedLog,
     severity_rank,
 )
-from analyzer.engine.raise_sites import FoundSite
+
+if TYPE_CHECKING:
+    from analyzer.engine.raise_sites import FoundSite
 
 UNKNOWN_ADVICE = [
     "No rule recognises this failure: read the last traceback and lines below.",

