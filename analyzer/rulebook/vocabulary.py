@@ -59,8 +59,6 @@ class LazyPattern:
     Shipped patterns are compiled by the test suite; user patterns at load (a bad one
     is then a RuleError, not a traceback mid-scan)."""
 
-    __slots__ = ("pattern", "_compiled")
-
     def __init__(self, source: str) -> None:
         self.pattern = source
         self._compiled: regex.Pattern | None = None
@@ -69,6 +67,9 @@ class LazyPattern:
     def compiled(self) -> regex.Pattern:
         if self._compiled is None:
             self._compiled = regex.compile(self.pattern)
+            # from now on `search` is the compiled pattern's own (an instance attribute
+            # shadows the method below): no extra call per line on the hot path
+            self.search = self._compiled.search
         return self._compiled
 
     @property
@@ -80,6 +81,8 @@ class LazyPattern:
         return self.compiled.search(text, *args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
         return getattr(self.compiled, name)
 
     def __eq__(self, other: object) -> bool:
