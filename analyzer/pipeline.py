@@ -15,6 +15,7 @@ from analyzer.core.model import (
     Incident,
     InputSummary,
     Line,
+    Match,
     Report,
     ScannedLog,
     severity_rank,
@@ -22,7 +23,7 @@ from analyzer.core.model import (
 from analyzer.core.read import TextInput, open_inputs
 from analyzer.engine import incident as incidents_stage
 from analyzer.engine.correct import choose_command, propose
-from analyzer.engine.link import link
+from analyzer.engine.link import link, site_flags
 from analyzer.engine.literal_scan import LiteralFinder, finder_for, scan_chunks
 from analyzer.engine.match import match_rules
 from analyzer.engine.redact import redact_report
@@ -32,14 +33,10 @@ from analyzer.rulebook.command_checks import check_command
 from analyzer.rulebook.vocabulary import Rule, all_triggers, load_rules
 from analyzer.sglang.catalog import FlagCatalog, all_catalogs, load_catalog
 from analyzer.sglang.releases import choose_for_text, choose_version
-from analyzer.transcripts.attempts import build_session
 from analyzer.transcripts.detect import FORMAT_NAMES, detect_kind, is_transcript_folder
-from analyzer.transcripts.diagnose import PRIORITIES as SESSION_PRIORITIES
-from analyzer.transcripts.diagnose import diagnose
-from analyzer.transcripts.logview import scan_view
-from analyzer.transcripts.reading import read_transcript
 
 if TYPE_CHECKING:
+    from analyzer.engine.raise_sites import FoundSite
     from analyzer.metrics.results import RunMetrics
 
 
@@ -195,9 +192,47 @@ def analyze_log(
         finding = link(match, rule, context.catalog)
         incidents.append(_incident(finding, rule, log, context, launch, command_source))
     if not [i for i in incidents if not _is_warning(i)]:
-        fallback = incidents_stage.fallback_incident(log)
+        fallback = _fallback(log, context, launch)
         incidents = [fallback, *incidents] if fallback else incidents
     return incidents
+
+
+def _fallback(log: ScannedLog, context: _Context, launch: list[Line] | None) -> Incident | None:
+    """The last traceback no rule explains, classed by the SGLang site that raised it."""
+    if not log.tracebacks:
+        return None
+    # imported here, as in _raise_site: a log without a traceback never loads an error catalog
+    from analyzer.engine.raise_sites import error_catalog_for, find_site_in_chain
+
+    errors = error_catalog_for(context.catalog.version)
+    found = find_site_in_chain(log.tracebacks[-1], errors) if errors else None
+    if found is None:
+        return incidents_stage.fallback_incident(log)
+    line = log.tracebacks[-1].exception_line
+    choice = choose_command(
+        context.options.command,
+        log.commands if launch is None else launch,
+        log.server_args,
+        context.catalog,
+        before_line=line.number,
+    )
+    flags = site_flags(found.site, context.catalog, choice.command if choice else None)
+    return incidents_stage.fallback_incident(log, found, flags)
+
+
+def _raise_site(match: Match, context: _Context) -> FoundSite | None:
+    """The SGLang site that raised the exception a traceback rule matched."""
+    traceback = match.traceback
+    if traceback is None:
+        return None
+    from analyzer.engine.raise_sites import error_catalog_for, find_site
+
+    errors = error_catalog_for(context.catalog.version)
+    if errors is None:
+        return None
+    parts = (traceback, *traceback.chain)
+    part = next((p for p in parts if p.exception_line == match.line), traceback)
+    return find_site(part, errors)
 
 
 def _command_incidents(log: ScannedLog, context: _Context) -> list[Incident]:
@@ -233,23 +268,32 @@ def _incident(
         source_kind=command_source,
     )
     proposal = propose(finding, rule, choice, context.catalog, log.server_args)
+    flags = [*finding.flags, *(f for f in proposal.flags if f not in finding.flags)]
+    explanation = finding.explanation
+    found = _raise_site(match, context)
+    if found is not None:
+        blamed = site_flags(found.site, context.catalog, choice.command if choice else None)
+        flags.extend(f for f in blamed if f not in flags)
+        explanation = f"{explanation} {found.sentence()}".strip()
+    family = found.family if found is not None and rule.generic else None
     return Incident(
-        rule_class=finding.rule_class,
-        rule=rule.id,
-        title=finding.title,
-        severity=finding.severity,
+        rule_class=family.rule_class if family else finding.rule_class,
+        rule=family.rule_id if family else rule.id,
+        title=family.title if family else finding.title,
+        severity=family.severity if family else finding.severity,
         source=match.line.source,
         line=match.line.number,
         ranks=list(match.ranks),
         evidence=list(match.evidence),
         span=match.span,
-        offending_flags=[*finding.flags, *(f for f in proposal.flags if f not in finding.flags)],
-        explanation=finding.explanation,
-        advice=[*proposal.notes, *finding.advice],
+        offending_flags=flags,
+        explanation=explanation,
+        advice=[*proposal.notes, *(family.advice if family else finding.advice)],
         command=choice.command.render() if choice else None,
         command_source=choice.source if choice else None,
         corrected_command=proposal.corrected,
         edits=proposal.edits if proposal.corrected else [],
+        raise_site=found.reported() if found else None,
     )
 
 
@@ -257,10 +301,11 @@ def _finish(
     found: list[Incident], summaries: list[InputSummary], last_lines: list[Line], context: _Context
 ) -> Report:
     alone = {r.id for r in context.rules if r.alone}
-    priorities = {
-        **{r.id: r.priority for r in [*context.rules, *CHECK_RULES.values()]},
-        **SESSION_PRIORITIES,
-    }
+    priorities = {r.id: r.priority for r in [*context.rules, *CHECK_RULES.values()]}
+    if any(s.kind.startswith("transcript") for s in summaries):
+        from analyzer.transcripts.diagnose import PRIORITIES as SESSION_PRIORITIES
+
+        priorities.update(SESSION_PRIORITIES)
     merged = _per_attempt(found, incidents_stage.merge_ranks, by_ref=False)
     ordered = incidents_stage.order(merged, priorities, [s.path for s in summaries])
     # a session's attempts in order; within one, warnings after the failures
@@ -312,6 +357,12 @@ def _analyze_transcript(
 ) -> tuple[list[Incident], list[Attempt], list[Line]]:
     """Every attempt's log text through the same match/link/fix as a log, then the
     transcript-level findings and the timeline."""
+    # imported here: a log (the common case) never pays for the transcript readers
+    from analyzer.transcripts.attempts import build_session
+    from analyzer.transcripts.diagnose import diagnose
+    from analyzer.transcripts.logview import scan_view
+    from analyzer.transcripts.reading import read_transcript
+
     summary.kind = kind
     transcript = read_transcript(text_input, kind, context.options.session)
     session = build_session(transcript.events, context.catalog.takes_value)

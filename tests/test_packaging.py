@@ -13,9 +13,10 @@ from tests.fixture_cases import ROOT
 PROBE = """
 import analyzer, json, sys
 from analyzer.rulebook.vocabulary import load_rules
+from analyzer.rulebook.raise_site_rules import site_families
 from analyzer.sglang.catalog import load_catalog
 print(json.dumps({"file": analyzer.__file__, "rules": len(load_rules()),
-                  "catalog": load_catalog().version}))
+                  "catalog": load_catalog().version, "families": len(site_families())}))
 """
 
 
@@ -82,3 +83,4 @@ def test_wheel_contains_rules_and_catalog_and_works_installed(tmp_path: Path):
     assert found["file"].startswith(str(target))
     assert found["rules"] == len(shipped_rules)
     assert found["catalog"] == "0.5.23"
+    assert found["families"] >= 10  # analyzer/catalogs/raise_sites.toml ships too

@@ -173,6 +173,25 @@ class Finding:
     priority: int = 50
 
 
+@dataclass(frozen=True)
+class RaiseSite:
+    """The statement in SGLang's source that raised the error (from the error catalog):
+    `file` as `sglang/srt/...`, the guarding condition as source text."""
+
+    file: str
+    line: int
+    function: str
+    condition: str
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "file": self.file,
+            "line": self.line,
+            "function": self.function,
+            "condition": self.condition,
+        }
+
+
 @dataclass
 class Incident:
     """One entry of the report: a finding with its command and corrected command."""
@@ -196,6 +215,7 @@ class Incident:
     attempt: int | None = None
     # set when asked (--verify): what the installed SGLang said about corrected_command
     verification: Verification | None = None
+    raise_site: RaiseSite | None = None
 
 
 @dataclass(frozen=True)

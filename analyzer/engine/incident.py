@@ -2,11 +2,14 @@
 
 The same failure printed by every TP rank becomes one incident listing the
 ranks. Rules marked `alone` (silent death) only report when nothing else in the
-same input did. A log with no match still gets an `unknown` incident when it
-shows a traceback, so the user always sees the last error.
+same input did. A log with no match still gets an incident when it shows a
+traceback, so the user always sees the last error: classed by the family of the SGLang
+site that raised it (analyzer/catalogs/raise_sites.toml), else `unknown`.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from analyzer.core.model import (
     Incident,
@@ -17,6 +20,9 @@ from analyzer.core.model import (
     Traceback,
     severity_rank,
 )
+
+if TYPE_CHECKING:
+    from analyzer.engine.raise_sites import FoundSite
 
 UNKNOWN_ADVICE = [
     "No rule recognises this failure: read the last traceback and lines below.",
@@ -93,27 +99,33 @@ def order(
     )
 
 
-def fallback_incident(log: ScannedLog) -> Incident | None:
-    """An `unknown` incident for a log whose last traceback no rule explains."""
+def fallback_incident(
+    log: ScannedLog, found: FoundSite | None = None, flags: list[str] | None = None
+) -> Incident | None:
+    """The incident for a log whose last traceback no rule explains: of the class of the
+    raise site's family (`found`, with the `flags` it blames), else `unknown`."""
     if not log.tracebacks:
         return None
     traceback = log.tracebacks[-1]
     exception = traceback.exception_line
     evidence = [traceback.first, *traceback.lines[-4:]]
     unique = {ln.number: ln for ln in evidence}
+    explanation = _unknown_explanation(traceback)
+    family = found.family if found else None
     return Incident(
-        rule_class="unknown",
-        rule="unknown",
-        title=_unknown_title(traceback),
-        severity="error",
+        rule_class=family.rule_class if family else "unknown",
+        rule=family.rule_id if family else "unknown",
+        title=family.title if family else _unknown_title(traceback),
+        severity=family.severity if family else "error",
         source=log.summary.path,
         line=exception.number,
         ranks=[traceback.first.rank_label] if traceback.first.rank_label else [],
         evidence=[unique[n] for n in sorted(unique)],
         span=None,
-        offending_flags=[],
-        explanation=_unknown_explanation(traceback),
-        advice=list(UNKNOWN_ADVICE),
+        offending_flags=list(flags or []),
+        explanation=f"{explanation} {found.sentence()}" if found else explanation,
+        advice=list(family.advice if family else UNKNOWN_ADVICE),
+        raise_site=found.reported() if found else None,
     )
 
 

@@ -12,6 +12,8 @@ One file per rule. The vocabulary (documented in rules/README.md):
     flags, flags_group               flags involved, fixed or read from a named group
     logic, fix                       names of one Python function each (rulelogic / fixes)
     priority, alone                  root-cause order; report only when nothing else fired
+    generic                          a catch-all: where the error catalog places the exception
+                                     in a raise-site family, the family's class wins
     explanation, advice              text; `{group}` placeholders are filled from the match;
                                      an advice entry {text, when, is} shows only if group
                                      `when` is non-empty (and equals `is`)
@@ -21,6 +23,7 @@ One file per rule. The vocabulary (documented in rules/README.md):
 
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass, field
 from importlib import resources
@@ -43,13 +46,58 @@ REQUIREMENTS = (
 )  # fmt: skip
 KNOWN_KEYS = {
     "id", "class", "title", "severity", "scope", "triggers", "patterns", "frame", "code",
-    "requires", "flags", "flags_group", "logic", "fix", "priority", "alone", "explanation",
-    "advice", "doc", "cases",
+    "requires", "flags", "flags_group", "logic", "fix", "priority", "alone", "generic",
+    "explanation", "advice", "doc", "cases",
 }  # fmt: skip
 
 
 class RuleError(Exception):
     """A malformed rule file: the message names the file, the rule id and what is wrong."""
+
+
+_NAMED_GROUP = re.compile(r"\(\?P?<([A-Za-z_]\w*)>")
+
+
+class LazyPattern:
+    """A rule pattern compiled on first use: most rules never meet a line they could
+    match, and compiling every shipped pattern was most of a small log's run time.
+    Shipped patterns are compiled by the test suite; user patterns at load (a bad one
+    is then a RuleError, not a traceback mid-scan)."""
+
+    def __init__(self, source: str) -> None:
+        self.pattern = source
+        self._compiled: regex.Pattern | None = None
+
+    @property
+    def compiled(self) -> regex.Pattern:
+        if self._compiled is None:
+            self._compiled = regex.compile(self.pattern)
+            # from now on `search` is the compiled pattern's own (an instance attribute
+            # shadows the method below): no extra call per line on the hot path
+            self.search = self._compiled.search
+        return self._compiled
+
+    @property
+    def group_names(self) -> set[str]:
+        """The named groups, read from the source without compiling it."""
+        return set(_NAMED_GROUP.findall(self.pattern))
+
+    def search(self, text: str, *args: Any, **kwargs: Any) -> Any:
+        return self.compiled.search(text, *args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.compiled, name)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, LazyPattern) and other.pattern == self.pattern
+
+    def __hash__(self) -> int:
+        return hash(self.pattern)
+
+    def __repr__(self) -> str:
+        return f"LazyPattern({self.pattern!r})"
 
 
 @dataclass(frozen=True)
@@ -88,9 +136,9 @@ class Rule:
     explanation: str = ""
     advice: tuple[Advice, ...] = ()
     triggers: tuple[str, ...] = ()
-    patterns: tuple[regex.Pattern, ...] = ()
-    frame: regex.Pattern | None = None
-    code: regex.Pattern | None = None
+    patterns: tuple[LazyPattern, ...] = ()
+    frame: LazyPattern | None = None
+    code: LazyPattern | None = None
     requires: tuple[str, ...] = ()
     flags: tuple[str, ...] = ()
     flags_group: str | None = None
@@ -98,6 +146,7 @@ class Rule:
     fix: str | None = None
     priority: int = 50
     alone: bool = False
+    generic: bool = False
     cases: tuple[RuleCase, ...] = field(default=(), compare=False)
 
 
@@ -109,7 +158,7 @@ def load_rules(extra_dirs: list[str] | None = None) -> list[Rule]:
         if not folder.is_dir():
             raise RuleError(f"{directory}: --rules expects a folder of *.toml rule files")
         for path in sorted(folder.glob("*.toml")):
-            rules.append(_load_text(_read(path), str(path)))
+            rules.append(_load_text(_read(path), str(path), compile_now=True))
     _check_unique(rules)
     return rules
 
@@ -134,7 +183,7 @@ def _check_unique(rules: list[Rule]) -> None:
         seen[rule.id] = rule.path
 
 
-def _load_text(text: str, path: str) -> Rule:
+def _load_text(text: str, path: str, compile_now: bool = False) -> Rule:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -144,7 +193,10 @@ def _load_text(text: str, path: str) -> Rule:
     rule_id = data.get("id")
     where = f"{path}: rule {rule_id or '<no id>'}"
     try:
-        return _build(data, path)
+        rule = _build(data, path)
+        if compile_now:
+            compile_patterns(rule)
+        return rule
     except (KeyError, TypeError, ValueError, regex.error) as exc:
         raise RuleError(f"{where}: {_explain(exc)}") from None
 
@@ -166,7 +218,7 @@ def _build(data: dict[str, Any], path: str) -> Rule:
     _check_choice("severity", data["severity"], SEVERITIES)
     for requirement in _strings(data, "requires"):
         _check_choice("requires", requirement, REQUIREMENTS)
-    patterns = tuple(regex.compile(p) for p in _strings(data, "patterns"))
+    patterns = tuple(LazyPattern(p) for p in _strings(data, "patterns"))
     triggers = _strings(data, "triggers")
     if scope == "line" and not (patterns and triggers):
         raise ValueError("a line rule needs patterns and trigger literals")
@@ -194,6 +246,7 @@ def _build(data: dict[str, Any], path: str) -> Rule:
         fix=data.get("fix"),
         priority=int(data.get("priority", 50)),
         alone=bool(data.get("alone", False)),
+        generic=bool(data.get("generic", False)),
         cases=tuple(_case(c) for c in data.get("cases", [])),
     )
     _check_group(rule)
@@ -205,7 +258,7 @@ def _check_group(rule: Rule) -> None:
     if (
         rule.flags_group
         and not rule.logic
-        and not any(rule.flags_group in p.groupindex for p in rule.patterns)
+        and not any(rule.flags_group in p.group_names for p in rule.patterns)
     ):
         raise ValueError(f"flags_group {rule.flags_group!r} is not a named group of any pattern")
 
@@ -241,9 +294,16 @@ def _strings(data: dict[str, Any], key: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _optional_pattern(data: dict[str, Any], key: str) -> regex.Pattern | None:
+def _optional_pattern(data: dict[str, Any], key: str) -> LazyPattern | None:
     value = data.get(key)
-    return regex.compile(value) if value else None
+    return LazyPattern(value) if value else None
+
+
+def compile_patterns(rule: Rule) -> None:
+    """Compile every pattern of a rule now (raises regex.error for a bad one)."""
+    for pattern in (*rule.patterns, rule.frame, rule.code):
+        if pattern is not None:
+            _ = pattern.compiled
 
 
 def _advice(item: Any) -> Advice:

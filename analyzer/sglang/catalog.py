@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from importlib import resources
 from typing import Any
 
@@ -64,16 +65,54 @@ class Resolution:
 class FlagCatalog:
     """Lookups over one SGLang version's options."""
 
-    def __init__(self, data: dict[str, Any]) -> None:
-        self.version: str = data.get("sglang_version", "unknown")
-        self.built: str | None = data.get("built")
-        # function name -> "first-last ..." line ranges per fingerprint file (catalog_build.py)
-        self.source_lines: dict[str, dict[str, str]] = data.get("source_lines", {})
-        self.allow_abbrev: bool = bool(data.get("allow_abbrev", True))
-        self.specs = tuple(_spec(o) for o in data["options"])
-        self._by_option = {o: s for s in self.specs for o in s.option_strings}
-        self._by_dest = {s.dest: s for s in self.specs}
-        self._long_options = sorted(o for o in self._by_option if o.startswith("--"))
+    def __init__(
+        self,
+        data: dict[str, Any] | None = None,
+        version: str | None = None,
+        read: Callable[[], dict[str, Any]] | None = None,
+    ) -> None:
+        """From the catalog's JSON `data`, or lazily: `version` now, `read()` giving the
+        JSON on first use of anything else (version detection names every shipped release,
+        and most inputs need only one or two of them read)."""
+        self._data = data
+        self._read = read
+        self.version: str = version or (data or {}).get("sglang_version", "unknown")
+
+    @cached_property
+    def data(self) -> dict[str, Any]:
+        if self._data is None:
+            assert self._read is not None, "a catalog needs its data or a reader"
+            self._data = self._read()
+        return self._data
+
+    @cached_property
+    def built(self) -> str | None:
+        return self.data.get("built")
+
+    @cached_property
+    def source_lines(self) -> dict[str, dict[str, str]]:
+        """Function name -> "first-last ..." line ranges per fingerprint file (catalog_build.py)."""
+        return self.data.get("source_lines", {})
+
+    @cached_property
+    def allow_abbrev(self) -> bool:
+        return bool(self.data.get("allow_abbrev", True))
+
+    @cached_property
+    def specs(self) -> tuple[FlagSpec, ...]:
+        return tuple(_spec(o) for o in self.data["options"])
+
+    @cached_property
+    def _by_option(self) -> dict[str, FlagSpec]:
+        return {o: s for s in self.specs for o in s.option_strings}
+
+    @cached_property
+    def _by_dest(self) -> dict[str, FlagSpec]:
+        return {s.dest: s for s in self.specs}
+
+    @cached_property
+    def _long_options(self) -> list[str]:
+        return sorted(o for o in self._by_option if o.startswith("--"))
 
     def resolve(self, typed: str) -> Resolution:
         """Resolve a typed flag (`--tp`, `--tensor-parallel-size`) the way argparse does."""
@@ -200,15 +239,19 @@ def all_catalogs() -> list[FlagCatalog]:
 
 @cache
 def load_catalog(version: str | None = None) -> FlagCatalog:
-    """The shipped catalog of `version`, or of the newest shipped SGLang."""
+    """The shipped catalog of `version`, or of the newest shipped SGLang (read on first use)."""
     versions = shipped_versions()
     if not versions:
         raise CatalogError("no flag catalog is shipped in this package")
     chosen = version or versions[-1]
     if chosen not in versions:
         raise CatalogError(f"no catalog for sglang {chosen} (shipped: {', '.join(versions)})")
-    text = resources.files(CATALOG_PACKAGE).joinpath(f"sglang-{chosen}.json").read_text("utf-8")
+    return FlagCatalog(version=chosen, read=lambda: _read_shipped(chosen))
+
+
+def _read_shipped(version: str) -> dict[str, Any]:
+    path = resources.files(CATALOG_PACKAGE).joinpath(f"sglang-{version}.json")
     try:
-        return FlagCatalog(bounded_json.loads(text))
-    except ValueError as exc:
-        raise CatalogError(f"the catalog of sglang {chosen} is not valid JSON ({exc})") from None
+        return bounded_json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError) as exc:
+        raise CatalogError(f"cannot read the flag catalog of sglang {version}: {exc}") from None

@@ -1,0 +1,98 @@
+"""From an exception to the SGLang statement that raised it (the error catalog's site).
+
+An exception line is looked up by its message (`ErrorCatalog.match`, one Aho-Corasick
+pass over the release's literals, patterns compiled on first use); a message the catalog
+cannot place (a bare `AssertionError`, `raise ValueError(msg)`) by the traceback's
+innermost frame, whose file and line are release-specific (`ErrorCatalog.site_at`). A
+traceback may have no frames at all (an exception line alone): then only the message
+speaks. The site's family (analyzer/catalogs/raise_sites.toml) gives a class when no rule does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from analyzer.core.model import RaiseSite, Traceback
+from analyzer.rulebook.raise_site_rules import SiteFamily, family_of
+from analyzer.sglang.error_catalog import (
+    ErrorCatalog,
+    ErrorCatalogError,
+    ErrorSite,
+    load_error_catalog,
+)
+
+# a site whose message has less fixed text than this (`{a}: {b}`) fits too many messages
+MIN_FIXED_TEXT = 12
+# a condition is quoted up to this length in an explanation (the JSON keeps it whole)
+QUOTED_CONDITION = 240
+
+
+@dataclass(frozen=True)
+class FoundSite:
+    """The catalog entry an exception came from, how it was found, and its family."""
+
+    site: ErrorSite
+    family: SiteFamily | None
+    found_by: str  # "message" | "frame"
+
+    @property
+    def where(self) -> str:
+        """`sglang/srt/arg_groups/speculative_hook.py:1160 in _handle_eagle_family`."""
+        return f"sglang/{self.site.file}:{self.site.line} in {self.site.function}"
+
+    def reported(self) -> RaiseSite:
+        site = self.site
+        return RaiseSite(f"sglang/{site.file}", site.line, site.function, site.condition)
+
+    def sentence(self) -> str:
+        """One sentence for an explanation: the site and the condition that failed."""
+        condition = self.site.condition
+        if len(condition) > QUOTED_CONDITION:
+            condition = condition[: QUOTED_CONDITION - 3] + "..."
+        if not condition:
+            return f"Raised at {self.where}."
+        if self.site.kind == "assert":
+            return f"Raised at {self.where}: the assertion `{condition}` failed."
+        return f"Raised at {self.where}, because `{condition}`."
+
+
+def error_catalog_for(version: str | None) -> ErrorCatalog | None:
+    """The error catalog of the input's release (nearest older when it has none), or
+    None when no shipped catalog is that old."""
+    try:
+        return load_error_catalog(version)
+    except ErrorCatalogError:
+        return None
+
+
+def find_site(traceback: Traceback, errors: ErrorCatalog) -> FoundSite | None:
+    """The site that raised this traceback's exception (not its chained causes)."""
+    frame = traceback.last_frame
+    message = traceback.exception_message.strip()
+    if message:
+        found = errors.match(traceback.exception_type, message)
+        found = [s for s in found if s.specificity >= MIN_FIXED_TEXT]
+        if found:
+            here = [s for s in found if frame and _same_file(frame.file, s.file)]
+            spanning = [s for s in here if s.line <= frame.lineno <= s.end_line] if frame else []
+            site = (spanning or here or found)[0]
+            return FoundSite(site, family_of(site), "message")
+    if frame is None:
+        return None
+    site = errors.site_at(frame.file, frame.lineno, frame.function)
+    if site is None:
+        return None
+    return FoundSite(site, family_of(site), "frame")
+
+
+def find_site_in_chain(traceback: Traceback, errors: ErrorCatalog) -> FoundSite | None:
+    """The site of the final exception, else of the latest chained cause that has one."""
+    for part in (traceback, *reversed(traceback.chain)):
+        found = find_site(part, errors)
+        if found is not None:
+            return found
+    return None
+
+
+def _same_file(frame_file: str, site_file: str) -> bool:
+    return frame_file.replace("\\", "/").endswith("sglang/" + site_file)

@@ -1,0 +1,150 @@
+"""Raise-site families as data: which class an error raised at a mined SGLang site has.
+
+`analyzer/catalogs/raise_sites.toml` (beside the error catalogs it annotates) maps
+families of sites (file globs, function globs, exception types, a message shape) to a
+class, a title and advice. The first family that fits a
+site wins. The hand rules beside it win wherever they match; a family classifies the
+errors no rule recognises.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from analyzer.core.model import SEVERITIES
+from analyzer.rulebook.vocabulary import RuleError
+from analyzer.sglang.error_catalog import ErrorSite
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+FAMILIES_PACKAGE, FAMILIES_FILE = "analyzer.catalogs", "raise_sites.toml"
+KNOWN_KEYS = {
+    "id", "class", "title", "severity", "files", "functions", "exceptions", "message",
+    "advice", "cases",
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class FamilyCase:
+    """A site of a shipped release (`srt/x.py:LINE`) the family must (not) claim."""
+
+    version: str
+    site: str
+    fires: bool
+
+
+@dataclass(frozen=True)
+class SiteFamily:
+    id: str
+    rule_class: str
+    title: str
+    severity: str = "fatal"
+    files: tuple[str, ...] = ()
+    functions: tuple[str, ...] = ()
+    exceptions: tuple[str, ...] = ()
+    message: re.Pattern[str] | None = None
+    advice: tuple[str, ...] = ()
+    cases: tuple[FamilyCase, ...] = ()
+
+    @property
+    def rule_id(self) -> str:
+        """The `rule` an incident classified by this family reports."""
+        return f"raise-site:{self.id}"
+
+    def fits(self, site: ErrorSite) -> bool:
+        function = site.function.rsplit(".", 1)[-1]
+        return (
+            (not self.files or any(_glob(site.file, f) for f in self.files))
+            and (not self.functions or any(fnmatchcase(function, f) for f in self.functions))
+            and (not self.exceptions or site.exception in self.exceptions)
+            and (self.message is None or self.message.search(site.message) is not None)
+        )
+
+
+def _glob(path: str, pattern: str) -> bool:
+    """fnmatch where `**/` also matches no folder at all."""
+    return fnmatchcase(path, pattern) or fnmatchcase(path, pattern.replace("**/", ""))
+
+
+@cache
+def site_families() -> tuple[SiteFamily, ...]:
+    """The shipped families, in the order they are tried (raises RuleError when malformed)."""
+    text = resources.files(FAMILIES_PACKAGE).joinpath(FAMILIES_FILE).read_text("utf-8")
+    path = f"analyzer/catalogs/{FAMILIES_FILE}"
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise RuleError(f"{path}: not valid TOML ({exc})") from None
+    families = []
+    for entry in data.get("family", []):
+        try:
+            families.append(_family(entry))
+        except (KeyError, TypeError, ValueError, re.error) as exc:
+            raise RuleError(f"{path}: family {entry.get('id', '<no id>')}: {exc}") from None
+    return tuple(families)
+
+
+def family_of(site: ErrorSite) -> SiteFamily | None:
+    """The first family that fits the site, or None."""
+    return next((f for f in site_families() if f.fits(site)), None)
+
+
+def _family(data: dict[str, Any]) -> SiteFamily:
+    unknown = sorted(set(data) - KNOWN_KEYS)
+    if unknown:
+        raise ValueError(f"unknown key(s) {', '.join(unknown)}")
+    severity = data.get("severity", "fatal")
+    if severity not in SEVERITIES:
+        raise ValueError(f"severity must be one of {', '.join(SEVERITIES)}")
+    message = data.get("message")
+    return SiteFamily(
+        id=str(data["id"]),
+        rule_class=str(data["class"]),
+        title=str(data["title"]),
+        severity=severity,
+        files=_strings(data, "files"),
+        functions=_strings(data, "functions"),
+        exceptions=_strings(data, "exceptions"),
+        message=re.compile(message) if message else None,
+        advice=_strings(data, "advice"),
+        cases=tuple(
+            FamilyCase(str(c["version"]), str(c["site"]), bool(c["fires"]))
+            for c in data.get("cases", [])
+        ),
+    )
+
+
+def _strings(data: dict[str, Any], key: str) -> tuple[str, ...]:
+    value = data.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"{key!r} must be a list of strings")
+    return tuple(value)
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """Of a release's catalog entries, how many a family classes and how many of those
+    also name at least one flag (in the condition or the message)."""
+
+    entries: int
+    classed: int
+    classed_with_flag: int
+
+    @property
+    def share(self) -> float:
+        return self.classed_with_flag / self.entries if self.entries else 0.0
+
+
+def coverage(entries: tuple[ErrorSite, ...]) -> Coverage:
+    """The README's figure for one release's error catalog."""
+    classed = [s for s in entries if family_of(s) is not None]
+    return Coverage(len(entries), len(classed), len([s for s in classed if s.flags]))

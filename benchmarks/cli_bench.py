@@ -1,0 +1,63 @@
+"""The whole CLI on a small crash log vs the start of Python with its libraries.
+
+    python benchmarks/cli_bench.py [--log LOG] [--runs 15]
+
+Times `python -c "import typer, rich, regex"` (the floor any typer + rich CLI pays) and
+`loganalyze --format json LOG` (default: the largest real crash log under fixtures/real,
+about 40 KB), alternating the two so background load hits both alike, and prints the
+median of each and their ratio, in wall time and in CPU time (steadier on a loaded machine). Goal (issue 17): ratio <= 1.5.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LIBRARIES = [sys.executable, "-c", "import typer, rich, regex"]
+
+
+def default_log() -> Path:
+    return max((ROOT / "fixtures" / "real").glob("*.log"), key=lambda p: p.stat().st_size)
+
+
+def seconds(command: list[str]) -> tuple[float, float]:
+    """Wall seconds and CPU seconds (user + system) of one run of `command`."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--log", type=Path, default=None)
+    parser.add_argument("--runs", type=int, default=15)
+    args = parser.parse_args()
+    log = args.log or default_log()
+    analyze = [sys.executable, "-m", "analyzer", "--format", "json", str(log)]
+    seconds(LIBRARIES), seconds(analyze)  # warm the page cache and the bytecode
+    base, full = [], []
+    for _ in range(args.runs):
+        base.append(seconds(LIBRARIES))
+        full.append(seconds(analyze))
+    shown = log.relative_to(ROOT) if log.is_relative_to(ROOT) else log
+    print(f"log: {shown} ({log.stat().st_size / 1024:.0f} KB), {args.runs} runs each, medians")
+    for what, index in (("wall", 0), ("cpu", 1)):
+        lib = statistics.median(t[index] for t in base)
+        cli = statistics.median(t[index] for t in full)
+        print(
+            f"{what}: import typer, rich, regex {lib:.3f} s; loganalyze {cli:.3f} s; "
+            f"ratio {cli / lib:.2f} (goal <= 1.5)"
+        )
+
+
+if __name__ == "__main__":
+    main()
