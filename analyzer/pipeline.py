@@ -27,7 +27,7 @@ from analyzer.engine.literal_scan import LiteralFinder, finder_for, scan_chunks
 from analyzer.engine.match import match_rules
 from analyzer.engine.redact import redact_report
 from analyzer.engine.scan import scan_lines
-from analyzer.engine.survival import LifeSigns, judge, signs_of_lines, watched
+from analyzer.engine.survival import MARKERS, LifeSigns, judge, signs_of_lines, watched
 from analyzer.rulebook.check_rules import CHECK_RULES
 from analyzer.rulebook.command_checks import check_command
 from analyzer.rulebook.vocabulary import Rule, all_triggers, load_rules
@@ -79,7 +79,7 @@ def analyze(
     context = _Context(
         rules, {r.id: r for r in rules}, load_catalog(options.sglang_version), options
     )
-    triggers = all_triggers(rules)
+    triggers = [*all_triggers(rules), *MARKERS]
     finder = None if options.simple_scan else finder_for(triggers)
     summaries: list[InputSummary] = []
     found: list[Incident] = []
@@ -329,7 +329,7 @@ def _analyze_transcript(
         session.stated_versions, launches, all_catalogs(), context.options.sglang_version
     )
     context = _with_catalog(context, summary, choice.version, choice.reason)
-    triggers = all_triggers(context.rules)
+    triggers = [*all_triggers(context.rules), *MARKERS]
     view_only = {r.id for r in context.rules if r.scope == "log" and r.alone}
     found: dict[int, list[Incident]] = {}
     tail: list[Line] = []
@@ -340,9 +340,7 @@ def _analyze_transcript(
             log = scan_view(view, text_input.path, triggers)
             # a view is part of a log, possibly taken mid-startup: whole-log verdicts
             # (empty, ended without error) are the transcript's to make, with its evidence
-            found_here = analyze_log(
-                log, context, launch, "transcript", signs_of_lines(view.lines)
-            )
+            found_here = analyze_log(log, context, launch, "transcript", signs_of_lines(view.lines))
             # warnings stay out: an attempt's incidents decide that it failed
             kept = [i for i in found_here if i.rule not in view_only and not _is_warning(i)]
             incidents.extend(kept)

@@ -12,9 +12,10 @@ An incident is judged by what follows it in the same input, whichever rule made 
 - an error after a stop request (`SIGTERM received`, uvicorn's `Shutting down`, Ctrl-C's
   `KeyboardInterrupt`) with no restart between is shutdown noise: severity info.
 
-The signs are collected while the input is scanned (`WatchedInput` sees every byte chunk
-the scanner reads, so a log is usually read once): stop, death and restart lines by line
-number, and serving lines as the first and last of each segment of about 64 KiB. When an
+Stop, death and restart lines are among the lines the scan keeps (their literals are added
+to the rules' triggers). Serving lines are too many to keep: `WatchedInput` sees every byte
+chunk the scanner reads (so a log is usually read once) and keeps the first and last serving
+line of each segment of about 64 KiB. When an
 error sits between two serving lines of one segment, that segment's lines are read again
 to find the first serving line after it (stdin cannot be read again: the severity stays).
 """
@@ -42,7 +43,6 @@ DEATHS = ("hit an exception", "Received sigquit", "SIGQUIT received", "crashed w
 KINDS = {"stop": STOPS, "death": DEATHS, "restart": SERVER_ARGS_MARKERS}
 SEGMENT_BYTES = 64 * 1024
 SEGMENT_LINES = 256
-MAX_MARKS = 10_000
 # a traceback is the server's when one of its frames runs server code
 SERVER_CODE = ("sglang/srt/", "sglang/launch_server.py", "sglang/cli/")
 # SGLang's HTTP clients: their failures are the benchmark's, not the server's
@@ -52,6 +52,9 @@ CLIENT_CODE = {
 }
 LIBRARY_CODE = ("site-packages", "dist-packages", "<frozen", "/lib/python", "<string>")
 CLIENT_RULE = "client-error"
+_SERVING_BYTES = tuple(m.encode() for m in SERVING)
+# literals the scan keeps as candidate lines (the pipeline adds them to the rules' triggers)
+MARKERS = tuple(m for markers in KINDS.values() for m in markers)
 
 
 @dataclass
@@ -86,16 +89,12 @@ class LifeSigns:
         data = self._carry + chunk if self._carry else chunk
         end = data.rfind(b"\n") + 1
         self._carry = data[end:]
-        start = 0
-        while start < end:
-            cut = data.find(b"\n", min(start + SEGMENT_BYTES, end - 1)) + 1 or end
-            self._segment(data, start, cut)
-            start = cut
+        self._block(data, end)
 
     def close(self) -> None:
         if self._carry:
             carry, self._carry = self._carry + b"\n", b""
-            self._segment(carry, 0, len(carry))
+            self._block(carry, len(carry))
 
     def feed_lines(self, lines: Iterable[tuple[int, str]]) -> None:
         segment = self.segments[-1] if self.segments else None
@@ -106,35 +105,38 @@ class LifeSigns:
             segment.last = number
             if _serves(text):
                 segment.serves(number, text)
-            for kind, markers in KINDS.items():
-                if any(m in text for m in markers):
-                    self._mark(kind, number, text)
             self.lines = number
 
+    def _block(self, data: bytes, end: int) -> None:
+        """Whole lines data[:end], a segment at a time."""
+        start = 0
+        while start < end:
+            cut = data.find(b"\n", min(start + SEGMENT_BYTES, end - 1)) + 1 or end
+            self._segment(data, start, cut)
+            start = cut
+
     def _segment(self, data: bytes, start: int, end: int) -> None:
-        base = self.lines
-        segment = _Segment(base + 1, base + data.count(b"\n", start, end))
+        """The segment's first and last serving lines; each search stops at the best so
+        far, so a marker a segment lacks costs only the stretch before the first hit."""
+        segment = _Segment(self.lines + 1, self.lines + data.count(b"\n", start, end))
         self.lines = segment.last
-        for marker in SERVING:
-            found = data.find(marker.encode(), start, end)
-            if found < 0:
-                continue
-            last = data.rfind(marker.encode(), start, end)
-            first_line = base + data.count(b"\n", start, found) + 1
-            segment.serves(first_line, _line_at(data, found))
-            segment.serves(first_line + data.count(b"\n", found, last), "")
-        for kind, markers in KINDS.items():
-            for marker in markers:
-                at = data.find(marker.encode(), start, end)
-                while at >= 0:
-                    self._mark(kind, base + data.count(b"\n", start, at) + 1, _line_at(data, at))
-                    at = data.find(marker.encode(), data.find(b"\n", at, end) + 1 or end, end)
+        first = last = -1
+        for marker in _SERVING_BYTES:
+            found = data.find(marker, start, first + len(marker) if first >= 0 else end)
+            first = found if found >= 0 else first
+            found = data.rfind(marker, last if last >= 0 else start, end)
+            last = max(last, found)
+        if first >= 0:
+            segment.serves(segment.first + data.count(b"\n", start, first), _line_at(data, first))
+            segment.serves(segment.last - data.count(b"\n", last, end - 1), "")
         self.segments.append(segment)
 
-    def _mark(self, kind: str, number: int, text: str) -> None:
-        marks = self.marks[kind]
-        if len(marks) < MAX_MARKS and (not marks or marks[-1][0] != number):
-            marks.append((number, text))
+    def mark(self, lines: Iterable[Line]) -> None:
+        """The stop, death and restart lines among the lines the scan kept."""
+        for line in sorted({ln.number: ln for ln in lines}.values(), key=lambda ln: ln.number):
+            for kind, markers in KINDS.items():
+                if any(m in line.text for m in markers):
+                    self.marks[kind].append((line.number, line.text))
 
     def first_after(self, kind: str, after: int) -> int | None:
         return min((n for n, _ in self.marks[kind] if n > after), default=None)
@@ -203,6 +205,7 @@ def signs_of_lines(lines: list[tuple[int, str]]) -> LifeSigns:
 
 def judge(incidents: list[Incident], log: ScannedLog, signs: LifeSigns) -> list[Incident]:
     """The incidents with what the server survived lowered to its own severity."""
+    signs.mark([*log.candidates, *log.tail])
     judged = []
     for incident in incidents:
         if incident.severity not in ("fatal", "error"):
@@ -223,7 +226,9 @@ def _survived(incident: Incident, source: str, signs: LifeSigns) -> Incident:
         return incident
     bounds = [signs.first_after(kind, end) for kind in ("death", "restart")]
     bound = min((b for b in bounds if b is not None), default=signs.lines + 1)
-    served = signs.first_serving(end, bound)
+    # a death is not survived by serving after it (another DP rank's last batches)
+    died = any(m in ln.text for ln in incident.evidence for m in DEATHS)
+    served = None if died else signs.first_serving(end, bound)
     if served is not None:
         return _lowered(
             incident,

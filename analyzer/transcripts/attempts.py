@@ -211,7 +211,9 @@ class SessionBuilder:
         )
         lines = [(n, t) for n, t in call.output_lines()]
         if owner is not None and call.status == "killed":  # TaskStop, Ctrl-C to the process
-            owner.observations.append(self._next(_seen("kill", call.command, [], call, call.command)))
+            owner.observations.append(
+                self._next(_seen("kill", call.command, [], call, call.command))
+            )
         if owner is not None and any(t.strip() for _, t in lines):
             self._shell_errors(call, lines)
             self._add_view(

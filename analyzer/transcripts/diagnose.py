@@ -101,9 +101,7 @@ def _death_signs(attempt: Attempt) -> list[int]:
     foreground launch that exited non-zero."""
     signs = [o.seq for o in attempt.observations if o.kind in ("shell_error", "kernel_kill")]
     signs += [
-        o.seq
-        for o in attempt.of_kind("processes")
-        if o.data.conclusive and not o.data.server
+        o.seq for o in attempt.of_kind("processes") if o.data.conclusive and not o.data.server
     ]
     signs += [o.seq for o in attempt.of_kind("gpus") if o.data.idle()]
     signs += [o.seq for o in attempt.of_kind("health") if o.data.ok is False]
