@@ -184,7 +184,7 @@ def analyze(
             write_reports(report, targets, paths, "info")
         if verify:
             _verify_corrections(report)
-    raise typer.Exit(1 if report.incidents else 0)
+    raise typer.Exit(1 if any(i.severity != "info" for i in report.incidents) else 0)
 
 
 def _verify_corrections(report) -> None:

@@ -28,6 +28,7 @@ from analyzer.engine.literal_scan import LiteralFinder, finder_for, scan_chunks
 from analyzer.engine.match import match_rules
 from analyzer.engine.redact import redact_report
 from analyzer.engine.scan import scan_lines
+from analyzer.engine.survival import MARKERS, LifeSigns, judge, signs_of_lines, watched
 from analyzer.rulebook.check_rules import CHECK_RULES
 from analyzer.rulebook.command_checks import check_command
 from analyzer.rulebook.vocabulary import Rule, all_triggers, load_rules
@@ -75,7 +76,7 @@ def analyze(
     context = _Context(
         rules, {r.id: r for r in rules}, load_catalog(options.sglang_version), options
     )
-    triggers = all_triggers(rules)
+    triggers = [*all_triggers(rules), *MARKERS]
     finder = None if options.simple_scan else finder_for(triggers)
     summaries: list[InputSummary] = []
     found: list[Incident] = []
@@ -93,11 +94,12 @@ def analyze(
             if incidents or not last_lines:
                 last_lines = tail
             continue
-        log = _scan(text_input, summary, triggers, finder)
+        watched_input = watched(text_input)
+        log = _scan(watched_input, summary, triggers, finder)
         if log is None:
             continue
         here = _for_input(context, summary, log)
-        incidents = analyze_log(log, here)
+        incidents = analyze_log(log, here, signs=watched_input.signs)
         incidents.extend(_command_incidents(log, here))
         found.extend(incidents)
         if incidents or not last_lines:
@@ -178,11 +180,14 @@ def analyze_log(
     context: _Context,
     launch: list[Line] | None = None,
     command_source: str = "log",
+    signs: LifeSigns | None = None,
 ) -> list[Incident]:
     """Match, link and fix one scanned input.
 
     `launch` replaces the launch lines found in the log (a transcript knows the command
     that wrote the log text it shows); `command_source` then names where it came from.
+    `signs` are the input's serving, stop and death lines: what the server survived is
+    lowered to its own severity (engine/survival.py).
     """
     incidents = []
     matches, warnings = match_rules(context.rules, log)
@@ -194,7 +199,7 @@ def analyze_log(
     if not [i for i in incidents if not _is_warning(i)]:
         fallback = _fallback(log, context, launch)
         incidents = [fallback, *incidents] if fallback else incidents
-    return incidents
+    return judge(incidents, log, signs) if signs is not None else incidents
 
 
 def _fallback(log: ScannedLog, context: _Context, launch: list[Line] | None) -> Incident | None:
@@ -375,7 +380,7 @@ def _analyze_transcript(
         session.stated_versions, launches, all_catalogs(), context.options.sglang_version
     )
     context = _with_catalog(context, summary, choice.version, choice.reason)
-    triggers = all_triggers(context.rules)
+    triggers = [*all_triggers(context.rules), *MARKERS]
     view_only = {r.id for r in context.rules if r.scope == "log" and r.alone}
     found: dict[int, list[Incident]] = {}
     tail: list[Line] = []
@@ -386,7 +391,7 @@ def _analyze_transcript(
             log = scan_view(view, text_input.path, triggers)
             # a view is part of a log, possibly taken mid-startup: whole-log verdicts
             # (empty, ended without error) are the transcript's to make, with its evidence
-            found_here = analyze_log(log, context, launch, "transcript")
+            found_here = analyze_log(log, context, launch, "transcript", signs_of_lines(view.lines))
             # warnings stay out: an attempt's incidents decide that it failed
             kept = [i for i in found_here if i.rule not in view_only and not _is_warning(i)]
             incidents.extend(kept)

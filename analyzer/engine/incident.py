@@ -147,11 +147,15 @@ def _unknown_explanation(traceback: Traceback) -> str:
 
 
 def verdict(incidents: list[Incident]) -> str:
-    if not incidents:
-        return "no incident"
-    if all(i.rule_class == "unknown" for i in incidents):
+    """The root incident's class; info findings (a client's failure, shutdown noise the
+    server survived) are no incident, except that a client's failure is named."""
+    shown = [i for i in incidents if i.severity != "info"]
+    if not shown:
+        clients = any(i.rule_class == "client_error" for i in incidents)
+        return "client_error" if clients else "no incident"
+    if all(i.rule_class == "unknown" for i in shown):
         return "unknown"
-    return incidents[0].rule_class
+    return shown[0].rule_class
 
 
 def build_report(

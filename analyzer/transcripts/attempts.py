@@ -19,7 +19,7 @@ import shlex
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import regex
 
@@ -50,6 +50,7 @@ from analyzer.transcripts.model import Event, FileWrite, ShellCall, UserMessage
 from analyzer.transcripts.session import Attempt, Launch, LogView, Observation, Session
 
 TakesValue = Callable[[str], "bool | None"]
+_Seen = TypeVar("_Seen", Observation, LogView)
 
 
 LOG_READERS = frozenset(
@@ -146,6 +147,7 @@ class SessionBuilder:
         self.notes: list[str] = []
         self.before_launch = False
         self.stated_versions: list[tuple[str, Line]] = []
+        self.seq = 0
 
     def feed(self, event: Event) -> None:
         if isinstance(event, ShellCall):
@@ -209,7 +211,9 @@ class SessionBuilder:
         )
         lines = [(n, t) for n, t in call.output_lines()]
         if owner is not None and call.status == "killed":  # TaskStop, Ctrl-C to the process
-            owner.observations.append(_seen("kill", call.command, [], call, call.command))
+            owner.observations.append(
+                self._next(_seen("kill", call.command, [], call, call.command))
+            )
         if owner is not None and any(t.strip() for _, t in lines):
             self._shell_errors(call, lines)
             self._add_view(
@@ -512,14 +516,19 @@ class SessionBuilder:
         if len(view.lines) > MAX_VIEW_LINES:
             tail = deque(view.lines, maxlen=MAX_VIEW_LINES - VIEW_HEAD_LINES)
             view.lines = [*view.lines[:VIEW_HEAD_LINES], *tail]
-        attempt.views.append(view)
+        attempt.views.append(self._next(view))
 
     def _observe(self, observation: Observation) -> None:
         if not self.attempts:
             return
         attempt = self.attempts[-1]
         if len(attempt.observations) < MAX_OBSERVATIONS:
-            attempt.observations.append(observation)
+            attempt.observations.append(self._next(observation))
+
+    def _next(self, seen: _Seen) -> _Seen:
+        self.seq += 1
+        seen.seq = self.seq
+        return seen
 
 
 def _seen(

@@ -81,27 +81,36 @@ def diagnose(
 
 
 def _outcome(attempt: Attempt, own: list[Incident]) -> str:
+    """failed | ready | stopped | unknown. The user's words are never enough: a server that
+    came up is ready unless something it left shows it gone after its last sign of life."""
     if own:
         return "failed"
-    if attempt.ready() and not attempt.of_kind("user"):
-        return "ready"
-    if _died(attempt):
+    alive = attempt.last_alive()
+    deaths = [seq for seq in _death_signs(attempt) if alive is None or seq > alive]
+    kills = [o.seq for o in attempt.of_kind("kill")]
+    if deaths and not (kills and min(kills) < min(deaths)):  # gone, and not by a kill
         return "failed"
-    if attempt.of_kind("kill"):
-        return "stopped"
-    return "unknown"
+    if alive is not None:
+        return "ready"
+    return "stopped" if kills else "unknown"
 
 
-def _died(attempt: Attempt) -> bool:
-    """Signs the server is gone: a report, no process, a shell error, no log, no answer."""
-    if attempt.of_kind("user") or attempt.of_kind("shell_error") or attempt.of_kind("kernel_kill"):
-        return True
-    if any(o.data.conclusive and not o.data.server for o in attempt.of_kind("processes")):
-        return True
+def _death_signs(attempt: Attempt) -> list[int]:
+    """When (`seq`) the session saw the server gone: a shell error, a kernel kill, no
+    process, no log (or an empty or stale one), idle GPUs, health polls with no answer, a
+    foreground launch that exited non-zero."""
+    signs = [o.seq for o in attempt.observations if o.kind in ("shell_error", "kernel_kill")]
+    signs += [
+        o.seq for o in attempt.of_kind("processes") if o.data.conclusive and not o.data.server
+    ]
+    signs += [o.seq for o in attempt.of_kind("gpus") if o.data.idle()]
+    signs += [o.seq for o in attempt.of_kind("health") if o.data.ok is False]
     if log_state(attempt)[0] in ("missing", "empty", "stale"):
-        return True
-    polls = [o.data.ok for o in attempt.of_kind("health")]
-    return False in polls and True not in polls
+        signs.append(max((o.seq for o in attempt.of_kind("ls")), default=0))
+    call = attempt.launch.call
+    if not attempt.launch.background and call.exit_code not in (None, 0):
+        signs.append(0)
+    return signs
 
 
 def _findings(

@@ -10,12 +10,14 @@ from typing import Any
 
 from analyzer.core.model import Line
 from analyzer.engine.scan import READY_MARKER
+from analyzer.engine.survival import SERVING
 from analyzer.sglang.launch_command import LaunchCommand
 from analyzer.transcripts import shell
 from analyzer.transcripts.diagnostics import NumberedLine
 from analyzer.transcripts.model import ShellCall
 
-READY_SIGNS = (READY_MARKER, "Uvicorn running on")
+# the ready line, and any sign it served: batches run, requests answered
+READY_SIGNS = (READY_MARKER, "Uvicorn running on", *SERVING)
 
 
 @dataclass
@@ -28,6 +30,7 @@ class LogView:
     ref: str | None
     timestamp: str | None
     partial: bool
+    seq: int = 0  # order among the attempt's views and observations
 
 
 @dataclass
@@ -44,6 +47,7 @@ class Observation:
     timestamp: str | None
     command: str = ""
     command_line: NumberedLine | None = None
+    seq: int = 0  # order among the attempt's views and observations
 
 
 @dataclass
@@ -89,9 +93,17 @@ class Attempt:
 
     def ready(self) -> bool:
         """The server came up: its ready line was seen or a health poll answered."""
-        if any(sign in text for v in self.views for _, text in v.lines for sign in READY_SIGNS):
-            return True
-        return any(o.data.ok for o in self.of_kind("health"))
+        return self.last_alive() is not None
+
+    def last_alive(self) -> int | None:
+        """The `seq` of the last view or health poll that shows the server up and serving."""
+        alive = [
+            v.seq
+            for v in self.views
+            if any(sign in text for _, text in v.lines for sign in READY_SIGNS)
+        ]
+        alive += [o.seq for o in self.of_kind("health") if o.data.ok]
+        return max(alive, default=None)
 
 
 @dataclass

@@ -1,0 +1,309 @@
+"""What the server survived: an error after which it kept serving is not its death.
+
+An incident is judged by what follows it in the same input, whichever rule made it:
+
+- a client's traceback (its frames are in `sglang.bench_serving` / `sglang/benchmark/` or a
+  user's script, none in the server's `sglang/srt/`) becomes a `client_error` finding of
+  severity info that names the client;
+- an error followed by serving (`Decode batch`, `Prefill batch`, `" 200 OK` access lines)
+  before any sign of death (`... hit an exception`, `Received sigquit`, a child that
+  `crashed with exit code`) or a restart (a new `server_args` record) is one the server
+  survived (a request-level exception, an aborted request): severity warning;
+- an error after a stop request (`SIGTERM received`, uvicorn's `Shutting down`, Ctrl-C's
+  `KeyboardInterrupt`) with no restart between is shutdown noise: severity info.
+
+Stop, death and restart lines are among the lines the scan keeps (their literals are added
+to the rules' triggers). Serving lines are too many to keep: `WatchedInput` sees every byte
+chunk the scanner reads (so a log is usually read once) and keeps the first and last serving
+line of each segment of about 64 KiB. When an
+error sits between two serving lines of one segment, that segment's lines are read again
+to find the first serving line after it (stdin cannot be read again: the severity stays).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+
+from analyzer.core.model import Incident, Line, ScannedLog, Traceback
+from analyzer.core.read import TextInput
+from analyzer.engine.scan import SERVER_ARGS_MARKERS
+from analyzer.sglang.log_format import split_prefix
+
+# scheduler_components/metrics_reporter.py (`Prefill batch`, `Decode batch`) and uvicorn's
+# access log as SGLang configures it (`"POST /generate HTTP/1.1" 200 OK`)
+SERVING = ("Decode batch", "Prefill batch", '" 200 OK')
+# tokenizer_manager's SignalHandler.sigterm_handler, uvicorn's handle_exit, Ctrl-C
+STOPS = ("SIGTERM received", "INFO:     Shutting down", "Waiting for connections to close",
+         "KeyboardInterrupt")  # fmt: skip
+# the processes' own exception handlers, the parent's SIGQUIT handlers, utils/watchdog
+DEATHS = ("hit an exception", "Received sigquit", "SIGQUIT received", "crashed with exit code",
+          "Child process unexpectedly failed")  # fmt: skip
+KINDS = {"stop": STOPS, "death": DEATHS, "restart": SERVER_ARGS_MARKERS}
+SEGMENT_BYTES = 64 * 1024
+SEGMENT_LINES = 256
+# a traceback is the server's when one of its frames runs server code
+SERVER_CODE = ("sglang/srt/", "sglang/launch_server.py", "sglang/cli/")
+# SGLang's HTTP clients: their failures are the benchmark's, not the server's
+CLIENT_CODE = {
+    "sglang/bench_serving.py": "sglang.bench_serving",
+    "sglang/benchmark/": "sglang.bench_serving",
+}
+LIBRARY_CODE = ("site-packages", "dist-packages", "<frozen", "/lib/python", "<string>")
+CLIENT_RULE = "client-error"
+_SERVING_BYTES = tuple(m.encode() for m in SERVING)
+# literals the scan keeps as candidate lines (the pipeline adds them to the rules' triggers)
+MARKERS = tuple(m for markers in KINDS.values() for m in markers)
+
+
+@dataclass
+class _Segment:
+    first: int
+    last: int
+    serving_first: int | None = None
+    serving_last: int | None = None
+    first_text: str = ""
+
+    def serves(self, number: int, text: str) -> None:
+        if self.serving_first is None or number < self.serving_first:
+            self.serving_first, self.first_text = number, text
+        if self.serving_last is None or number > self.serving_last:
+            self.serving_last = number
+
+
+@dataclass
+class LifeSigns:
+    """The lines of one input that tell whether its server lived on after a line."""
+
+    segments: list[_Segment] = field(default_factory=list)
+    marks: dict[str, list[tuple[int, str]]] = field(
+        default_factory=lambda: {kind: [] for kind in KINDS}
+    )
+    lines: int = 0
+    # the input's lines again, for a question the segments cannot answer (None: stdin)
+    reread: Callable[[], Iterable[tuple[int, str]]] | None = None
+    _carry: bytes = b""
+
+    def feed_chunk(self, chunk: bytes) -> None:
+        data = self._carry + chunk if self._carry else chunk
+        end = data.rfind(b"\n") + 1
+        self._carry = data[end:]
+        self._block(data, end)
+
+    def close(self) -> None:
+        if self._carry:
+            carry, self._carry = self._carry + b"\n", b""
+            self._block(carry, len(carry))
+
+    def feed_lines(self, lines: Iterable[tuple[int, str]]) -> None:
+        segment = self.segments[-1] if self.segments else None
+        for number, text in lines:
+            if segment is None or number - segment.first >= SEGMENT_LINES:
+                segment = _Segment(number, number)
+                self.segments.append(segment)
+            segment.last = number
+            if _serves(text):
+                segment.serves(number, text)
+            self.lines = number
+
+    def _block(self, data: bytes, end: int) -> None:
+        """Whole lines data[:end], a segment at a time."""
+        start = 0
+        while start < end:
+            cut = data.find(b"\n", min(start + SEGMENT_BYTES, end - 1)) + 1 or end
+            self._segment(data, start, cut)
+            start = cut
+
+    def _segment(self, data: bytes, start: int, end: int) -> None:
+        """The segment's first and last serving lines; each search stops at the best so
+        far, so a marker a segment lacks costs only the stretch before the first hit."""
+        segment = _Segment(self.lines + 1, self.lines + data.count(b"\n", start, end))
+        self.lines = segment.last
+        first = last = -1
+        for marker in _SERVING_BYTES:
+            found = data.find(marker, start, first + len(marker) if first >= 0 else end)
+            first = found if found >= 0 else first
+            found = data.rfind(marker, last if last >= 0 else start, end)
+            last = max(last, found)
+        if first >= 0:
+            segment.serves(segment.first + data.count(b"\n", start, first), _line_at(data, first))
+            segment.serves(segment.last - data.count(b"\n", last, end - 1), "")
+        self.segments.append(segment)
+
+    def mark(self, lines: Iterable[Line]) -> None:
+        """The stop, death and restart lines among the lines the scan kept."""
+        for line in sorted({ln.number: ln for ln in lines}.values(), key=lambda ln: ln.number):
+            for kind, markers in KINDS.items():
+                if any(m in line.text for m in markers):
+                    self.marks[kind].append((line.number, line.text))
+
+    def first_after(self, kind: str, after: int) -> int | None:
+        return min((n for n, _ in self.marks[kind] if n > after), default=None)
+
+    def last_before(self, kind: str, before: int) -> tuple[int, str] | None:
+        return max(((n, t) for n, t in self.marks[kind] if n < before), default=None)
+
+    def first_serving(self, after: int, before: int) -> tuple[int, str] | None:
+        """The first serving line strictly between two lines, if there is one."""
+        for segment in self.segments:
+            if segment.serving_first is None or segment.serving_last is None:
+                continue
+            if segment.last <= after or segment.serving_last <= after:
+                continue
+            if segment.serving_first > after:
+                found = segment.serving_first, segment.first_text
+                return found if found[0] < before else None
+            # serving before and after `after` in one segment: read its lines again
+            return self._first_in_lines(after, min(before, segment.last + 1))
+        return None
+
+    def _first_in_lines(self, after: int, before: int) -> tuple[int, str] | None:
+        if self.reread is None:
+            return None
+        for number, text in self.reread():
+            if number >= before:
+                return None
+            if number > after and _serves(text):
+                return number, text
+        return None
+
+
+@dataclass
+class WatchedInput(TextInput):
+    """A TextInput whose chunks and lines are also read for the server's life signs."""
+
+    signs: LifeSigns = field(default_factory=LifeSigns)
+
+    def __post_init__(self) -> None:
+        if self.file is not None:
+            plain = TextInput(self.path, self.file)
+            self.signs.reread = lambda: enumerate(plain.lines(), start=1)
+
+    def chunks(self) -> Iterator[bytes]:
+        for chunk in super().chunks():
+            self.signs.feed_chunk(chunk)
+            yield chunk
+        self.signs.close()
+
+    def lines(self) -> Iterator[str]:
+        for number, text in enumerate(super().lines(), start=1):
+            self.signs.feed_lines([(number, text)])
+            yield text
+
+
+def watched(text_input: TextInput) -> WatchedInput:
+    fields = {f.name: getattr(text_input, f.name) for f in dataclasses.fields(TextInput)}
+    return WatchedInput(**fields)
+
+
+def signs_of_lines(lines: list[tuple[int, str]]) -> LifeSigns:
+    signs = LifeSigns(reread=lambda: lines)
+    signs.feed_lines(lines)
+    return signs
+
+
+def judge(incidents: list[Incident], log: ScannedLog, signs: LifeSigns) -> list[Incident]:
+    """The incidents with what the server survived lowered to its own severity."""
+    signs.mark([*log.candidates, *log.tail])
+    judged = []
+    for incident in incidents:
+        if incident.severity not in ("fatal", "error"):
+            judged.append(incident)
+            continue
+        client = _client_of(_traceback_at(log, incident.line))
+        if client is not None:
+            judged.append(client_incident(incident, client))
+            continue
+        judged.append(_survived(incident, log.summary.path, signs))
+    return judged
+
+
+def _survived(incident: Incident, source: str, signs: LifeSigns) -> Incident:
+    start = min((ln.number for ln in incident.evidence if ln.source == source), default=0)
+    end = max((ln.number for ln in incident.evidence if ln.source == source), default=0)
+    if not start:
+        return incident
+    bounds = [signs.first_after(kind, end) for kind in ("death", "restart")]
+    bound = min((b for b in bounds if b is not None), default=signs.lines + 1)
+    # a death is not survived by serving after it (another DP rank's last batches)
+    died = any(m in ln.text for ln in incident.evidence for m in DEATHS)
+    served = None if died else signs.first_serving(end, bound)
+    if served is not None:
+        return _lowered(
+            incident,
+            "warning",
+            f" The server survived it: it kept serving after it (line {served[0]}).",
+            split_prefix(source, *served),
+        )
+    stop = signs.last_before("stop", start + 1)
+    restart = signs.last_before("restart", start)
+    if stop is not None and (restart is None or restart[0] < stop[0]):
+        return _lowered(
+            incident,
+            "info",
+            f" It came after the stop request at line {stop[0]}: shutdown noise, not a failure.",
+            split_prefix(source, stop[0], stop[1]),
+        )
+    return incident
+
+
+def _lowered(incident: Incident, severity: str, why: str, shown: Line | None) -> Incident:
+    evidence = list(incident.evidence)
+    if shown is not None and all(ln.number != shown.number for ln in evidence):
+        evidence = sorted([*evidence, shown], key=lambda ln: ln.number)
+    return dataclasses.replace(
+        incident, severity=severity, explanation=incident.explanation + why, evidence=evidence
+    )
+
+
+def client_incident(incident: Incident, client: str) -> Incident:
+    """A client's failure as its own finding: info, naming the client, no server fix."""
+    return dataclasses.replace(
+        incident,
+        rule_class="client_error",
+        rule=CLIENT_RULE,
+        title=f"A client failed, not the server: {client}",
+        severity="info",
+        offending_flags=[],
+        explanation=f"{client} failed: {incident.explanation} This is the client's error; "
+        "nothing here shows the server failing.",
+        advice=[f"Fix {client}'s own input or code and run it again; the server needs no change."],
+        corrected_command=None,
+        edits=[],
+    )
+
+
+def _client_of(traceback: Traceback | None) -> str | None:
+    """The client a traceback belongs to: SGLang's benchmark or a user's script."""
+    if traceback is None or not traceback.frames:
+        return None
+    frames = [f for tb in (*traceback.chain, traceback) for f in tb.frames]
+    if any(marker in f.file for f in frames for marker in SERVER_CODE):
+        return None
+    for frame in frames:
+        for marker, client in CLIENT_CODE.items():
+            if marker in frame.file:
+                return client
+    entry = traceback.frames[0]  # a script run as `python script.py` starts at its <module>
+    if entry.function != "<module>" or "sglang" in entry.file:
+        return None
+    return None if any(m in entry.file for m in LIBRARY_CODE) else entry.file.rsplit("/", 1)[-1]
+
+
+def _traceback_at(log: ScannedLog, number: int) -> Traceback | None:
+    for traceback in log.tracebacks:
+        if traceback.first.number <= number <= traceback.lines[-1].number:
+            return traceback
+    return None
+
+
+def _serves(text: str) -> bool:
+    return any(marker in text for marker in SERVING)
+
+
+def _line_at(data: bytes, at: int) -> str:
+    start = data.rfind(b"\n", 0, at) + 1
+    end = data.find(b"\n", at)
+    line = data[start : end if end >= 0 else len(data)].rstrip(b"\r")
+    return line.decode("utf-8", errors="replace")

@@ -1,0 +1,101 @@
+"""A healthy server is never reported dead: what it survived, and clients' failures."""
+
+from __future__ import annotations
+
+import pytest
+
+from analyzer.pipeline import Options, analyze
+from tests.fixture_cases import FIXTURES, fixture_cases
+
+NEGATIVE = FIXTURES / "negative"
+# one case per transcript format: a client failed while the server it talked to was healthy
+CLIENT_FAILURES = {
+    "claude": "neg_claude_bench_serving_missing_dataset",
+    "codex": "neg_codex_stats_script_valueerror",
+    "opencode": "neg_opencode_export_bench_client_missing_dataset",
+    "text": "neg_text_bench_serving_wrong_dataset",
+}
+READY = "[2026-12-03 13:34:15] The server is fired up and ready to roll!"
+SERVING = '[2026-12-03 13:34:20] INFO:     127.0.0.1:1 - "POST /generate HTTP/1.1" 200 OK'
+REQUEST_ERROR = [
+    "[2026-12-03 13:34:18] Traceback (most recent call last):",
+    '  File "/usr/lib/python3/site-packages/sglang/srt/managers/tokenizer_manager.py", line 9, in f',
+    "    raise ValueError(msg)",
+    "ValueError: The input (9000 tokens) is longer than the model's context length (4096 tokens).",
+]
+DEATH = "[2026-12-03 13:34:19] Received sigquit from a child process. It usually means the child failed."
+
+
+@pytest.mark.parametrize("kind", sorted(CLIENT_FAILURES))
+def test_a_client_failure_next_to_a_healthy_server_is_no_server_incident(kind):
+    case = next(c for c in fixture_cases() if c.sidecar.stem == CLIENT_FAILURES[kind])
+    report = analyze([str(case.input)], Options())
+    assert report.inputs[0].kind == f"transcript_{kind}"
+    assert [i for i in report.incidents if i.severity in ("fatal", "error")] == []
+    # the server may have been launched before the session began: then there is no attempt
+    assert all(a.outcome in ("ready", "stopped") for a in report.attempts)
+
+
+def _log(tmp_path, lines):
+    path = tmp_path / "server.log"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return analyze([str(path)], Options())
+
+
+def test_an_error_followed_by_serving_is_one_the_server_survived(tmp_path):
+    report = _log(tmp_path, [READY, *REQUEST_ERROR, SERVING])
+    [incident] = report.incidents
+    assert incident.severity == "warning"
+    assert "The server survived it" in incident.explanation
+    assert SERVING in [ln.text for ln in incident.evidence]
+
+
+def test_an_error_followed_by_a_death_stays_fatal_even_with_serving_after(tmp_path):
+    report = _log(tmp_path, [READY, *REQUEST_ERROR, DEATH, SERVING])
+    assert report.incidents[0].severity in ("fatal", "error")
+    assert report.verdict != "no incident"
+
+
+def test_serving_found_deep_in_a_segment_is_the_same_on_both_scan_paths(tmp_path):
+    """An error between two serving lines of one 64 KiB segment: the segment is read again."""
+    lines = [READY, *[SERVING] * 50, *REQUEST_ERROR, "x", SERVING, *[SERVING] * 50]
+    fast = _log(tmp_path, lines)
+    simple = analyze([str(tmp_path / "server.log")], Options(simple_scan=True))
+    for report in (fast, simple):
+        [incident] = report.incidents
+        assert incident.severity == "warning"
+        assert f"(line {len(REQUEST_ERROR) + 53})" in incident.explanation
+
+
+def test_errors_after_a_stop_request_are_shutdown_noise(tmp_path):
+    stop = "[2026-12-03 13:36:16] SIGTERM received. signum=None frame=None. Draining requests..."
+    child = "[2026-12-03 13:36:17] Subprocess scheduler_0 (pid=1) crashed with exit code -15."
+    report = _log(tmp_path, [READY, SERVING, stop, child])
+    assert report.incidents and {i.severity for i in report.incidents} == {"info"}
+    assert report.verdict == "no incident"
+    assert _log(tmp_path, [READY, SERVING, child]).incidents[0].severity == "fatal"
+
+
+def test_a_client_traceback_in_a_server_log_names_the_client(tmp_path):
+    script = [
+        "Traceback (most recent call last):",
+        '  File "/home/me/summarize.py", line 20, in <module>',
+        "    summarize(rows)",
+        "ValueError: too many values to unpack (expected 2)",
+    ]
+    report = _log(tmp_path, [READY, SERVING, *script])
+    [finding] = report.incidents
+    assert (finding.rule_class, finding.severity) == ("client_error", "info")
+    assert "summarize.py" in finding.title
+    assert report.verdict == "client_error"
+
+
+def test_every_silent_death_names_evidence_beyond_the_users_words():
+    for case in fixture_cases():
+        report = analyze([str(case.input)], Options(command=case.user_command))
+        for incident in report.incidents:
+            if incident.rule != "session-silent-death":
+                continue
+            attempt = next(a for a in report.attempts if a.number == incident.attempt)
+            shown = [s for s in attempt.signals if not s.startswith("the user said")]
+            assert shown, (case.id, attempt.signals)
