@@ -261,3 +261,47 @@ def expansion_end(text: str, i: int) -> int:
                 return j + 1
         j += 1
     return n
+
+
+# ---- reading command words (shared by the launch-command model and the transcript reader)
+
+SSH_VALUE_OPTIONS = frozenset("BbcDEeFIiJLlmOoPpQRSWw")
+
+
+def shell_script_index(words: list[str], i: int) -> int | None:
+    """Index of STRING in `bash [opts] -c STRING` (the shell at `i`), None if no -c string."""
+    j, has_c = i + 1, False
+    while j < len(words):
+        value = words[j]
+        if value in ("-o", "+o", "-O", "+O"):
+            j += 2
+        elif value == "--":
+            j += 1
+            break
+        elif len(value) > 1 and value[0] in "-+":
+            has_c = has_c or (value[0] == "-" and value[1] != "-" and "c" in value)
+            j += 1
+        else:
+            break
+    return j if has_c and j < len(words) else None
+
+
+def ssh_host_index(words: list[str], i: int) -> int:
+    """Index of the host word of `ssh [opts] host ...` (ssh at `i`)."""
+    j = i + 1
+    while j < len(words):
+        value = words[j]
+        if value == "--":
+            return j + 1
+        if not value.startswith("-") or value == "-":
+            return j
+        j += _ssh_option_words(value)
+    return j
+
+
+def _ssh_option_words(option: str) -> int:
+    """1 if the option cluster is self-contained, 2 if it consumes the next word."""
+    for k, char in enumerate(option[1:], 1):
+        if char in SSH_VALUE_OPTIONS:
+            return 1 if k < len(option) - 1 else 2
+    return 1

@@ -15,7 +15,7 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from analyzer.core.shell_words import ShellLexer, Token
+from analyzer.core.shell_words import ShellLexer, Token, shell_script_index, ssh_host_index
 
 TakesValue = Callable[[str], bool | None]
 Canonical = Callable[[str], str | None]
@@ -40,7 +40,6 @@ _NOT_LAUNCHERS = frozenset(
     }
 )  # fmt: skip
 _RESERVED = frozenset({"{", "!", "if", "then", "elif", "else", "while", "until", "do"})
-_SSH_VALUE_OPTS = frozenset("BbcDEeFIiJLlmOoPpQRSWw")
 _ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=")
 _NUMBER = re.compile(r"-(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 
@@ -138,45 +137,6 @@ def _entry_length(words: list[Token], i: int) -> int:
     return 0
 
 
-def _shell_script_index(words: list[Token], i: int) -> int | None:
-    """Index of the command string of `bash [opts] -c STRING`, None if not a -c call."""
-    j, has_c = i + 1, False
-    while j < len(words):
-        value = words[j].value
-        if value in ("-o", "+o", "-O", "+O"):
-            j += 2
-        elif value == "--":
-            j += 1
-            break
-        elif len(value) > 1 and value[0] in "-+":
-            has_c = has_c or (value[0] == "-" and value[1] != "-" and "c" in value)
-            j += 1
-        else:
-            break
-    return j if has_c and j < len(words) else None
-
-
-def _ssh_host_index(words: list[Token], i: int) -> int:
-    """Index of the host word of `ssh [opts] host ...`."""
-    j = i + 1
-    while j < len(words):
-        value = words[j].value
-        if value == "--":
-            return j + 1
-        if not value.startswith("-") or value == "-":
-            return j
-        j += _ssh_option_words(value)
-    return j
-
-
-def _ssh_option_words(option: str) -> int:
-    """1 if the option cluster is self-contained, 2 if it consumes the next word."""
-    for k, char in enumerate(option[1:], 1):
-        if char in _SSH_VALUE_OPTS:
-            return 1 if k < len(option) - 1 else 2
-    return 1
-
-
 def _scan_level(text: str, parent: ShellLevel | None, word: Token | None, extra: int) -> LaunchSite | None:
     """Lex one shell level and return the first SGLang launch found in it."""
     toks = ShellLexer(text).run()
@@ -202,13 +162,13 @@ def _scan_command(level: ShellLevel, cmd: SimpleCommand, extra: int) -> LaunchSi
         elif length := _entry_length(words, i):
             return LaunchSite(level, cmd, (i, i + length), env, wrappers, [], extra)
         elif base in _SHELLS:
-            script = _shell_script_index(words, i)
+            script = shell_script_index([w.value for w in words], i)
             if script is None:
                 return None
             inner = _scan_level(words[script].value, level, words[script], extra)
             return _wrap(inner, env, [*wrappers, f"{base} -c"], level, cmd)
         elif base == "ssh":
-            host = _ssh_host_index(words, i)
+            host = ssh_host_index([w.value for w in words], i)
             remote = words[host + 1 :]
             wrappers.append("ssh")
             if len(remote) == 1:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import regex
 
-from analyzer.core.shell_words import ShellLexer, Token
+from analyzer.core.shell_words import ShellLexer, Token, shell_script_index, ssh_host_index
 
 DUPLICATION = regex.compile(r"\d*[<>]&(?:\d+|-)")
 STDOUT = regex.compile(r"(?:1?(?:>>|>\||>)|&>>|&>)")
@@ -39,7 +39,6 @@ VALUE_OPTIONS = {
     "taskset": frozenset(),
     "env": frozenset({"-u", "-C", "-S"}),
 }
-SSH_VALUE_OPTIONS = frozenset("BbcDEeFIiJLlmOoPpQRSWw")
 LAUNCH_HINT = regex.compile(r"sglang(?:_router)?\.launch_server|\bsglang\b")
 
 
@@ -210,7 +209,7 @@ def _open_inner(command: Command, level: Level, depth: int) -> None:
     words = command.words
     base = basename(words[index].value)
     if base in SHELLS:
-        script = _script_index(command.values, index)
+        script = shell_script_index(command.values, index)
         if script is None:
             return
         command.child = parse(words[script].value, "bash -c", level, depth + 1, command)
@@ -225,42 +224,11 @@ def _open_inner(command: Command, level: Level, depth: int) -> None:
                 Problem("outside_script", detail, level, (words[script].start, words[-1].end))
             )
     elif base == "ssh":
-        host = _ssh_host_index(command.values, index)
+        host = ssh_host_index(command.values, index)
         remote = words[host + 1 :]
         if host < len(words) and remote:
             script = " ".join(w.value for w in remote)
             command.child = parse(script, f"ssh {words[host].value}", level, depth + 1, command)
-
-
-def _script_index(words: list[str], i: int) -> int | None:
-    """Index of STRING in `bash [opts] -c STRING`, None if the shell runs no -c string."""
-    j, has_c = i + 1, False
-    while j < len(words):
-        value = words[j]
-        if value in ("-o", "+o", "-O", "+O"):
-            j += 2
-        elif value == "--":
-            j += 1
-            break
-        elif len(value) > 1 and value[0] in "-+":
-            has_c = has_c or (value[0] == "-" and value[1] != "-" and "c" in value)
-            j += 1
-        else:
-            break
-    return j if has_c and j < len(words) else None
-
-
-def _ssh_host_index(words: list[str], i: int) -> int:
-    j = i + 1
-    while j < len(words):
-        value = words[j]
-        if value == "--":
-            return j + 1
-        if not value.startswith("-") or value == "-":
-            return j
-        takes = any(ch in SSH_VALUE_OPTIONS for ch in value[-1:]) and len(value) == 2
-        j += 2 if takes else 1
-    return j
 
 
 def _short(text: str, limit: int = 60) -> str:
