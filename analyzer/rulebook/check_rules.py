@@ -12,12 +12,12 @@ from typing import Any
 import regex
 
 from analyzer.core.model import Edit, Finding, Line, Match, ScannedLog
-from analyzer.engine.correct import reconstruct_command
 from analyzer.rulebook.fixes import FixContext
 from analyzer.rulebook.intent_fixes import resolved_value, typed_value
 from analyzer.rulebook.vocabulary import Rule, RuleDoc
 from analyzer.sglang.catalog import FlagCatalog
 from analyzer.sglang.launch_command import Argument, LaunchCommand, find_launch_command
+from analyzer.sglang.log_format import reconstruct_command
 
 # Below every shipped rule (the lowest, empty-log, is 5): warnings follow the fatal causes.
 PRIORITY = 2

@@ -41,7 +41,7 @@ def edit_splices(state: CommandState, edit: Edit, canonical: Canonical | None) -
     """Turn one Edit into splices of the innermost level."""
     hits = [s for s in state.slots if _matches(s.arg.flag, edit.flag, canonical)]
     if edit.op == "remove":
-        return [_remove(state, slot) for slot in hits]
+        return [_remove(state, slot) for slot in hits] if hits else _remove_positional(state, edit.flag)
     if edit.op == "add" or (edit.op == "set" and not hits):
         return [_add(state, edit.flag, edit.value)]
     if edit.op == "set":
@@ -66,6 +66,15 @@ def _remove(state: CommandState, slot: ArgumentSlot) -> _Splice:
     last = slot.value_tok or slot.flag_tok
     previous = state.found.level.toks[slot.flag_tok.index - 1]
     return (None, previous.end, last.end, "")
+
+
+def _remove_positional(state: CommandState, word: str) -> list[_Splice]:
+    """`remove` of a stray positional word (`--switch true` leaves `true` to argparse)."""
+    for tok in state.positionals:
+        if tok.value == word:
+            previous = state.found.level.toks[tok.index - 1]
+            return [(None, previous.end, tok.end, "")]
+    return []
 
 
 def _add(state: CommandState, flag: str, value: str | None) -> _Splice:
