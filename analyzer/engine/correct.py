@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from analyzer.core.model import Edit, Finding, Line
+from analyzer.core.model import Alternative, Edit, Finding, Line
 from analyzer.engine.repair import Repaired, failing_site, search
 from analyzer.rulebook.fixes import FixContext, FixPlan
 from analyzer.rulebook.registry import FIXES
@@ -29,14 +29,6 @@ class CommandChoice:
 
     command: LaunchCommand
     source: str
-
-
-@dataclass
-class Alternative:
-    """Another clean corrected command, ranked after the one shown."""
-
-    command: str
-    edits: list[Edit]
 
 
 @dataclass

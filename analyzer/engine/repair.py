@@ -221,8 +221,8 @@ def _seeds(
     command: LaunchCommand, catalog: FlagCatalog, plan: FixPlan, failing: _Failing
 ) -> list[Candidate]:
     seeds = [Candidate(list(plan.edits), list(plan.notes), 0)] if plan.edits else []
-    if failing.parser:
-        return seeds
+    if failing.parser or failing.site is None:
+        return seeds  # argparse errors: the parser checks decide; no site: the rule's fix only
     for index, extra in enumerate(_flag_plans(command, catalog, failing.flags, failing.site), 1):
         seeds.append(Candidate(list(extra.edits), list(extra.notes), index))
     return seeds

@@ -62,6 +62,7 @@ def incident_dict(incident: Incident) -> dict[str, Any]:
         "edits": [e.as_json() for e in incident.edits],
         "attempt": incident.attempt,
         "verification": incident.verification.as_json() if incident.verification else None,
+        "alternatives": [a.as_json() for a in incident.alternatives],
     }
 
 
