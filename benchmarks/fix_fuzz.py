@@ -44,6 +44,7 @@ EAGLE3 = "fixtures/models/eagle3-draft"
 EAGLE = "fixtures/models/eagle-draft"
 DEEPSEEK = "{models}/deepseek-v3"
 LORA = "{models}/lora-adapter"
+TRIES = 40  # draws per kind before it counts as exhausted
 CHAIN = "--speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4"
 
 BASES: dict[str, str] = {
@@ -426,21 +427,26 @@ MUTATIONS: tuple[Mutation, ...] = (
 
 
 def mutants(count: int, seed: int, models: Path) -> list[Mutant]:
-    """`count` distinct mutants, kinds in turn, bases drawn by the seeded generator."""
+    """`count` distinct mutants, the kinds in turn (a kind with no new mutant left for any
+    base drops out), bases drawn by the seeded generator."""
     rng = random.Random(seed)
     bases = {name: shlex.split(args.format(models=models)) for name, args in BASES.items()}
     found: list[Mutant] = []
     seen: set[str] = set()
-    attempts = 0
-    while len(found) < count and attempts < count * 50:
-        mutation = MUTATIONS[attempts % len(MUTATIONS)]
-        attempts += 1
-        base = rng.choice(sorted(bases))
-        mutant = mutation(rng, base, [*bases[base], "--device", "cpu"])
-        if mutant is None or mutant.command in seen:
-            continue
-        seen.add(mutant.command)
-        found.append(mutant)
+    active = list(MUTATIONS)
+    while len(found) < count and active:
+        for mutation in list(active):
+            for _ in range(TRIES):
+                base = rng.choice(sorted(bases))
+                mutant = mutation(rng, base, [*bases[base], "--device", "cpu"])
+                if mutant is not None and mutant.command not in seen:
+                    seen.add(mutant.command)
+                    found.append(mutant)
+                    break
+            else:
+                active.remove(mutation)
+            if len(found) == count:
+                break
     return found
 
 

@@ -88,6 +88,11 @@ def propose(
     if rule.fix:
         plan = FIXES[rule.fix](finding, FixContext(choice.command, catalog, server_args))
     site = failing_site(finding, catalog)
+    if site is not None:
+        # the typed flags the failing condition reads are offending too (a bare assert names none)
+        typed = {catalog.canonical(a.flag) for a in choice.command.arguments}
+        read = [f for f in site.condition_flags if f in typed]
+        plan.flags = [*plan.flags, *(f for f in read if f not in plan.flags)]
     if not plan.edits and site is None:
         return Proposal(None, [], plan.notes, plan.flags)
     outcome = search(choice.command, catalog, finding, plan, site)

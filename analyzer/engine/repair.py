@@ -174,7 +174,7 @@ def _children(
     """The next round: the problem's own fix, else edits of the flags it names."""
     plans = [problem.plan] if problem.plan.edits else []
     if problem.site is not None or not plans:
-        plans += _flag_plans(edited, catalog, problem.flags, problem.site)
+        plans += _flag_plans(edited, catalog, problem.flags, problem.site is not None)
     return [
         Candidate([*parent.edits, *p.edits], [*parent.notes, *p.notes], parent.seed) for p in plans
     ]
@@ -223,15 +223,20 @@ def _seeds(
     seeds = [Candidate(list(plan.edits), list(plan.notes), 0)] if plan.edits else []
     if failing.parser or failing.site is None:
         return seeds  # argparse errors: the parser checks decide; no site: the rule's fix only
-    for index, extra in enumerate(_flag_plans(command, catalog, failing.flags, failing.site), 1):
+    plans = _flag_plans(command, catalog, failing.flags, failing.judged)
+    for index, extra in enumerate(plans, 1):
         seeds.append(Candidate(list(extra.edits), list(extra.notes), index))
     return seeds
 
 
 def _flag_plans(
-    command: LaunchCommand, catalog: FlagCatalog, flags: list[str], site: ErrorSite | None
+    command: LaunchCommand, catalog: FlagCatalog, flags: list[str], judged: bool
 ) -> list[FixPlan]:
-    """One-edit plans over the flags a check reads: other values, removal, a switch on."""
+    """One-edit plans over the flags a check reads: other values, removal, a switch on.
+
+    New numbers only for a check whose condition is evaluated (`judged`): elsewhere any
+    number would be a guess that merely touches the flag.
+    """
     typed = {catalog.canonical(a.flag): a.value for a in command.arguments}
     numbers = [n for f in flags if (n := _int(typed.get(f))) is not None]
     plans: list[FixPlan] = []
@@ -244,7 +249,8 @@ def _flag_plans(
                 plans.append(FixPlan([Edit("add", flag)], [f"{flag} is what the check asks for"]))
             continue
         value = typed[flag]
-        for new in _values(spec, value, [n for n in numbers if n != _int(value)]):
+        others = [n for n in numbers if n != _int(value)]
+        for new in _values(spec, value, others) if judged or spec.choices else []:
             note = f"{flag} {value} -> {new}: the nearest value the check accepts"
             plans.append(FixPlan([Edit("set", flag, value=new)], [note]))
         if flag not in KEPT_FLAGS:
@@ -291,7 +297,7 @@ def _values(spec: FlagSpec, value: str | None, others: list[int]) -> list[str]:
         near.add(-(-number // other) * other)
     if number > 0:
         power = 1 << (number.bit_length() - 1)
-        near.update((power, power * 2))
+        near.update((power, power * 2, 1))
     near.discard(number)
     return [str(n) for n in sorted(near, key=lambda n: (abs(n - number), n)) if n > 0][:4]
 

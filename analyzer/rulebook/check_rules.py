@@ -25,7 +25,6 @@ FIX = "apply_check_edits"
 ACCEPT_LEN = regex.compile(r"\baccept len: (?P<len>\d+(?:\.\d+)?)")
 
 
-
 def _rule(rule_id: str, rule_class: str, title: str, detects: str, why: str, fix: str) -> Rule:
     return Rule(
         id=rule_id,
@@ -215,8 +214,6 @@ def finding(
 def _span(line: Line, typed: str) -> tuple[int, int] | None:
     found = regex.search(rf"(?<![\w-]){regex.escape(typed)}(?![\w-])", line.text)
     return found.span() if found else None
-
-
 
 
 def decode_lines(log: ScannedLog | None) -> list[Line]:

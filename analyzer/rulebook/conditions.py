@@ -71,11 +71,12 @@ class CommandValues:
 
     def __call__(self, dest: str) -> Any:
         spec = self.catalog.by_dest(dest)
-        if spec is None or spec.nargs not in (None, "?", 0):
+        if spec is None:
             raise Unknown(dest)
         self.read.add(dest)
         if dest in self.typed:
-            return self.typed[dest]
+            value = self.typed[dest]
+            return [value] if spec.nargs in ("*", "+") else value
         if spec.action == "store_true":
             return False
         if spec.default is None and not self.unset_is_none:
@@ -237,8 +238,12 @@ def _node(node: ast.AST, values: Callable[[str], Any]) -> Any:
     if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
         items = [_eval(item, values) for item in node.elts]
         return set(items) if isinstance(node, ast.Set) else tuple(items)
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "int":
-        return int(_eval(node.args[0], values))
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and len(node.args) == 1:
+        if node.func.id == "int":
+            return int(_eval(node.args[0], values))
+        if node.func.id == "attn_dp_enabled_of" and _is_view(node.args[0]):
+            # runtime_context.attn_dp_enabled_of, less the elastic-EP scale joiner
+            return values("attn_dp_size") > 1
     raise Unknown(type(node).__name__)
 
 

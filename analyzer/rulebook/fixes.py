@@ -29,6 +29,8 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 GOOD_MATCH = 0.72
+# A name this close to one flag and no other is a typo of it, whatever its family.
+TYPO_MATCH = 0.95
 
 
 @dataclass
@@ -85,7 +87,8 @@ def replacement_for(typed: str, catalog: FlagCatalog) -> tuple[str | None, str]:
     if dashed != flag and catalog.canonical(dashed):
         return catalog.canonical(dashed), f"{flag} uses underscores; SGLang's flags use dashes"
     scored = catalog.similar(flag)
-    if scored and scored[0][1] >= GOOD_MATCH and _same_family(flag, scored[0][0]):
+    near = scored and (scored[0][1] >= TYPO_MATCH or len(scored) == 1 or scored[1][1] < GOOD_MATCH)
+    if scored and scored[0][1] >= GOOD_MATCH and (_same_family(flag, scored[0][0]) or near):
         return scored[0][0], f"{flag} is closest to SGLang's {scored[0][0]}"
     closest = ", ".join(option for option, _ in scored)
     return None, f"no SGLang {catalog.version} flag is close to {flag} (closest: {closest})"

@@ -177,7 +177,9 @@ def _ssh_option_words(option: str) -> int:
     return 1
 
 
-def _scan_level(text: str, parent: ShellLevel | None, word: Token | None, extra: int) -> LaunchSite | None:
+def _scan_level(
+    text: str, parent: ShellLevel | None, word: Token | None, extra: int
+) -> LaunchSite | None:
     """Lex one shell level and return the first SGLang launch found in it."""
     toks = ShellLexer(text).run()
     level = ShellLevel(text, toks, _split_commands(toks), parent, word)
@@ -226,7 +228,11 @@ def _scan_command(level: ShellLevel, cmd: SimpleCommand, extra: int) -> LaunchSi
 
 
 def _wrap(
-    inner: LaunchSite | None, env: dict[str, str], wrappers: list[str], level: ShellLevel, cmd: SimpleCommand
+    inner: LaunchSite | None,
+    env: dict[str, str],
+    wrappers: list[str],
+    level: ShellLevel,
+    cmd: SimpleCommand,
 ) -> LaunchSite | None:
     """Attach the outer command's env, wrappers and context to a launch found inside it."""
     if inner is None:

@@ -558,7 +558,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OSError, ValueError, subprocess.SubprocessError) as exc:
         print(f"error_catalog_build: {exc}", file=sys.stderr)
         return 2
-    output = args.output or str(Path(__file__).parent.parent / "catalogs" / f"errors-{version}.json")
+    output = args.output or str(
+        Path(__file__).parent.parent / "catalogs" / f"errors-{version}.json"
+    )
     count = write_error_catalog(output, package, flags)
     print(f"wrote {output} ({count} entries, sglang {version})")
     return 0

@@ -278,8 +278,6 @@ def _settings(command: LaunchCommand, canonical: Canonical) -> dict[str, str]:
     return settings
 
 
-
-
 def _entry(
     attempt: Attempt,
     outcome: str,
@@ -289,7 +287,9 @@ def _entry(
 ) -> TimelineEntry:
     lines = attempt.launch_lines(source)
     explained = bool(found_here)
-    signals, _ = attempt_signals(attempt, source, explained) if outcome != "ready" else (["came up"], [])
+    signals, _ = (
+        attempt_signals(attempt, source, explained) if outcome != "ready" else (["came up"], [])
+    )
     return TimelineEntry(
         number=attempt.number,
         source=source,
