@@ -68,7 +68,6 @@ class Repaired:
     command: LaunchCommand
     edits: list[Edit]
     notes: list[str]
-    cost: float
 
 
 @dataclass
@@ -140,8 +139,7 @@ def search(
             break
     ranked = sorted(clean, key=lambda pair: _rank(pair[0], _new_warnings(pair[1], catalog, warned)))
     repaired = [
-        Repaired(edited, candidate.edits, _notes(candidate), candidate.cost())
-        for candidate, edited in ranked[:KEEP]
+        Repaired(edited, candidate.edits, _notes(candidate)) for candidate, edited in ranked[:KEEP]
     ]
     return Outcome(repaired, problems if not repaired else [])
 
