@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from analyzer.core.model import (
+    Alternative,
     Attempt,
     Finding,
     Incident,
@@ -142,19 +143,40 @@ def _metrics(text_input: TextInput) -> list[RunMetrics]:
 
 
 def _verify(incidents: list[Incident], catalogs: dict[str, str | None]) -> None:
-    """SGLang's own verdict on each corrected command (one run per distinct command)."""
-    from analyzer.sglang.verify import verify_command
+    """SGLang's own verdict on each corrected command and its alternatives, in one SGLang
+    process; the first that passes becomes the corrected command (the shown one is the
+    best-ranked command SGLang accepts)."""
+    from analyzer.sglang.verify import verify_commands
 
-    verdicts = {}
+    wanted = {i.source: [] for i in incidents}
     for incident in incidents:
-        command = incident.corrected_command
-        if command is None:
+        for command in _candidates(incident):
+            if command not in wanted[incident.source]:
+                wanted[incident.source].append(command)
+    verdicts = {}
+    for source, commands in wanted.items():
+        if commands:
+            found = verify_commands(commands, catalog_version=catalogs.get(source))
+            verdicts.update(zip(commands, found, strict=True))
+    for incident in incidents:
+        if incident.corrected_command is None:
             continue
-        if command not in verdicts:
-            verdicts[command] = verify_command(
-                command, catalog_version=catalogs.get(incident.source)
-            )
-        incident.verification = verdicts[command]
+        ranked = [
+            Alternative(incident.corrected_command, incident.edits),
+            *incident.alternatives,
+        ]
+        for option in ranked:
+            option.verification = verdicts[option.command]
+        best = next((o for o in ranked if o.verification.status == "pass"), ranked[0])
+        incident.corrected_command, incident.edits = best.command, best.edits
+        incident.verification = best.verification
+        incident.alternatives = [o for o in ranked if o is not best]
+
+
+def _candidates(incident: Incident) -> list[str]:
+    if incident.corrected_command is None:
+        return []
+    return [incident.corrected_command, *(a.command for a in incident.alternatives)]
 
 
 def _scan(
@@ -299,6 +321,7 @@ def _incident(
         corrected_command=proposal.corrected,
         edits=proposal.edits if proposal.corrected else [],
         raise_site=found.reported() if found else None,
+        alternatives=proposal.alternatives,
     )
 
 

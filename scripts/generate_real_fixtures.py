@@ -390,9 +390,9 @@ CASES: tuple[Case, ...] = (
         "ValueError: --speculative-draft-sink-size requires",
         ("--speculative-draft-sink-size", "--speculative-draft-window-size"),
         "handle_speculative_decoding: a sink size needs a draft window size.",
-        # No corrected command: the window size has no value the message implies, and
-        # loganalyze does not invent one (it says so in the advice).
-        args_valid=False,
+        # The window size has no value the message implies, and loganalyze does not invent
+        # one (it says so in the advice): the sink size goes instead.
+        f"{TARGET} {EAGLE3}",
     ),
     Case(
         "spec_rejection_sampling_topk",
@@ -414,8 +414,8 @@ CASES: tuple[Case, ...] = (
         "ValueError: --speculative-draft-window-size must be positive",
         ("--speculative-draft-window-size",),
         "handle_speculative_decoding validates the draft window once for every "
-        "algorithm. No corrected command: any positive window is a modelling choice.",
-        args_valid=False,
+        "algorithm. Any positive window is a modelling choice, so the window goes.",
+        f"{TARGET} {EAGLE3}",
     ),
     # --- incompatible_flags: each flag valid alone ------------------------------------
     Case(
@@ -424,10 +424,10 @@ CASES: tuple[Case, ...] = (
         "incompatible_flags",
         "ValueError: --enable-megamoe-for-layernorm-sp requires",
         ("--enable-megamoe-for-layernorm-sp", "--enable-layernorm-sp"),
-        "layernorm_sp_hook.handle_layernorm_sp: one switch only works with another. No "
-        "corrected command: adding --enable-layernorm-sp then fails on the model "
-        "('supports only Muse Spark'), so no flag edit makes this launch valid.",
-        args_valid=False,
+        "layernorm_sp_hook.handle_layernorm_sp: one switch only works with another. Adding "
+        "--enable-layernorm-sp then fails on the model ('supports only Muse Spark'), so the "
+        "switch goes.",
+        TARGET,
     ),
     # --- config_validation: other resolution / check_server_args errors --------------
     Case(

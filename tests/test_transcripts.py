@@ -100,7 +100,10 @@ def test_unrecognized_then_assertion_gives_two_incidents_a_timeline_and_two_fixe
     first, second = report.incidents
     assert (first.rule_class, first.attempt) == ("argparse_unrecognized", 1)
     assert (second.rule_class, second.attempt) == ("spec_assertion", 2)
-    assert "--speculative-num-draft-tokens 4 --port 30000" in first.corrected_command
+    # vLLM's 4 speculated tokens are SGLang's chain of 4 steps, not a bare rename that
+    # walks into the speculative assertion (the second attempt's crash)
+    assert "--speculative-num-steps 4 --port 30000" in first.corrected_command
+    assert "--speculative-num-draft-tokens 5" in first.corrected_command
     assert "--num-speculative-tokens" not in first.corrected_command
     assert "--speculative-num-steps 3" in second.corrected_command
     assert first.corrected_command.startswith("ssh root@10.1.230.174 '")

@@ -216,6 +216,25 @@ class Incident:
     # set when asked (--verify): what the installed SGLang said about corrected_command
     verification: Verification | None = None
     raise_site: RaiseSite | None = None
+    # other clean corrected commands, next best first (analyzer/engine/repair.py)
+    alternatives: list[Alternative] = field(default_factory=list)
+
+
+@dataclass
+class Alternative:
+    """Another corrected command the checks predict clean, with its edits and (--verify)
+    what SGLang said about it."""
+
+    command: str
+    edits: list[Edit]
+    verification: Verification | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "command": self.command,
+            "edits": [e.as_json() for e in self.edits],
+            "verification": self.verification.as_json() if self.verification else None,
+        }
 
 
 @dataclass(frozen=True)

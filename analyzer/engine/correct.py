@@ -2,8 +2,10 @@
 
 The command comes, in order, from the user (`--command`), from a launch line
 found in the input, or is rebuilt from the `server_args` record. A rule's named
-fix proposes edits; they are applied to the parsed command and the result is
-checked against the flag catalog. A command that fails the check is not offered.
+fix proposes edits; the repair search (repair.py) applies them, checks the result
+against every prediction the project can make and repairs it again until clean,
+also trying edits of the flags the failing check reads. A command any check
+predicts to fail is not offered; the next-best clean ones are alternatives.
 """
 
 from __future__ import annotations
@@ -11,12 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from analyzer.core.model import Edit, Finding, Line
-from analyzer.rulebook.fixes import FixContext
+from analyzer.core.model import Alternative, Edit, Finding, Line
+from analyzer.engine.repair import Repaired, failing_site, search
+from analyzer.rulebook.fixes import FixContext, FixPlan
 from analyzer.rulebook.registry import FIXES
 from analyzer.rulebook.vocabulary import Rule
 from analyzer.sglang.catalog import FlagCatalog
-from analyzer.sglang.catalog_check import validate
 from analyzer.sglang.launch_command import LaunchCommand, find_launch_command, parse_launch_command
 from analyzer.sglang.log_format import reconstruct_command
 
@@ -37,6 +39,7 @@ class Proposal:
     edits: list
     notes: list[str]
     flags: list[str] = field(default_factory=list)
+    alternatives: list[Alternative] = field(default_factory=list)
 
 
 def choose_command(
@@ -74,19 +77,42 @@ def propose(
     catalog: FlagCatalog,
     server_args: dict[str, Any] | None,
 ) -> Proposal:
-    """Run the rule's fix on the command, apply its edits and validate the result."""
-    if not rule.fix or choice is None:
+    """Run the rule's fix on the command, then the repair search; the best clean command.
+
+    The search starts from the failing check too (its catalogued site), so a validation
+    error whose rule has no fix of its own can still get a command.
+    """
+    if choice is None:
         return Proposal(None, [], [])
-    plan = FIXES[rule.fix](finding, FixContext(choice.command, catalog, server_args))
-    if not plan.edits:
+    plan = FixPlan()
+    if rule.fix:
+        plan = FIXES[rule.fix](finding, FixContext(choice.command, catalog, server_args))
+    site = failing_site(finding, catalog)
+    if site is not None:
+        # the typed flags the failing condition reads are offending too (a bare assert names none)
+        typed = {catalog.canonical(a.flag) for a in choice.command.arguments}
+        read = [f for f in site.condition_flags if f in typed]
+        plan.flags = [*plan.flags, *(f for f in read if f not in plan.flags)]
+    if not plan.edits and site is None:
         return Proposal(None, [], plan.notes, plan.flags)
-    edits = [*plan.edits, *_inert_edits(choice.command, plan.edits, catalog)]
-    corrected = choice.command.apply(edits, catalog.canonical)
-    problems = validate(corrected, catalog)
-    if problems:
-        note = "no corrected command offered: " + "; ".join(problems)
-        return Proposal(None, edits, [*plan.notes, note], plan.flags)
-    return Proposal(corrected.render(), edits, plan.notes, plan.flags)
+    outcome = search(choice.command, catalog, finding, plan, site)
+    if not outcome.repaired:
+        if not plan.edits:
+            return Proposal(None, [], plan.notes, plan.flags)
+        note = "no corrected command offered: " + "; ".join(outcome.problems or ["it fails again"])
+        return Proposal(None, plan.edits, [*plan.notes, note], plan.flags)
+    best, *others = [_inert(choice.command, r, catalog) for r in outcome.repaired]
+    notes = [*plan.notes, *(n for n in outcome.repaired[0].notes if n not in plan.notes)]
+    alternatives = [Alternative(text, edits) for text, edits in others if text != best[0]]
+    return Proposal(best[0], best[1], notes, plan.flags, alternatives)
+
+
+def _inert(
+    command: LaunchCommand, repaired: Repaired, catalog: FlagCatalog
+) -> tuple[str, list[Edit]]:
+    """The repaired command rendered with shell expansions made inert, and its edits."""
+    edits = [*repaired.edits, *_inert_edits(command, repaired.edits, catalog)]
+    return command.apply(edits, catalog.canonical).render(), edits
 
 
 SHELL_EXPANSION = ("$", "`")
@@ -108,5 +134,3 @@ def _inert_edits(command: LaunchCommand, edits: list[Edit], catalog: FlagCatalog
         inert.append(Edit("set", argument.flag, value=value))
         edited.add(flag)
     return inert
-
-

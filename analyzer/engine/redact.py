@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import regex
 
 from analyzer.core.model import (
+    Alternative,
     Attempt,
     Edit,
     FlagChange,
@@ -125,10 +126,18 @@ def redact_incident(incident: Incident) -> Incident:
         title=redact_text(incident.title),
         command=_maybe(incident.command),
         corrected_command=_maybe(incident.corrected_command),
-        edits=[Edit(e.op, e.flag, _maybe(e.to), _maybe(e.value)) for e in incident.edits],
+        edits=_edits(incident.edits),
         span=_span_after(incident),
         verification=_verification(incident.verification),
+        alternatives=[
+            Alternative(redact_text(a.command), _edits(a.edits), _verification(a.verification))
+            for a in incident.alternatives
+        ],
     )
+
+
+def _edits(edits: list[Edit]) -> list[Edit]:
+    return [Edit(e.op, e.flag, _maybe(e.to), _maybe(e.value)) for e in edits]
 
 
 def _verification(verification: Verification | None) -> Verification | None:

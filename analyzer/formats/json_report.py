@@ -63,6 +63,7 @@ def incident_dict(incident: Incident) -> dict[str, Any]:
         "attempt": incident.attempt,
         "verification": incident.verification.as_json() if incident.verification else None,
         "raise_site": incident.raise_site.as_json() if incident.raise_site else None,
+        "alternatives": [a.as_json() for a in incident.alternatives],
     }
 
 

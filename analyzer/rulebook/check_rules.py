@@ -12,18 +12,17 @@ from typing import Any
 import regex
 
 from analyzer.core.model import Edit, Finding, Line, Match, ScannedLog
-from analyzer.engine.correct import reconstruct_command
 from analyzer.rulebook.fixes import FixContext
 from analyzer.rulebook.intent_fixes import resolved_value, typed_value
 from analyzer.rulebook.vocabulary import Rule, RuleDoc
 from analyzer.sglang.catalog import FlagCatalog
 from analyzer.sglang.launch_command import Argument, LaunchCommand, find_launch_command
+from analyzer.sglang.log_format import reconstruct_command
 
 # Below every shipped rule (the lowest, empty-log, is 5): warnings follow the fatal causes.
 PRIORITY = 2
 FIX = "apply_check_edits"
 ACCEPT_LEN = regex.compile(r"\baccept len: (?P<len>\d+(?:\.\d+)?)")
-
 
 
 def _rule(rule_id: str, rule_class: str, title: str, detects: str, why: str, fix: str) -> Rule:
@@ -215,8 +214,6 @@ def finding(
 def _span(line: Line, typed: str) -> tuple[int, int] | None:
     found = regex.search(rf"(?<![\w-]){regex.escape(typed)}(?![\w-])", line.text)
     return found.span() if found else None
-
-
 
 
 def decode_lines(log: ScannedLog | None) -> list[Line]:

@@ -61,7 +61,9 @@ def check_prefixes(inputs: CheckInputs) -> list[Finding]:
 def check_dp_prefix(inputs: CheckInputs) -> list[Finding]:
     """`--dp N`: N whole-model replicas in 0.5.23, easily taken for attention DP."""
     arguments = [
-        a for a in inputs.arguments_for("--dp-size") if a.flag != "--dp-size" and int_or_zero(a.value) > 1
+        a
+        for a in inputs.arguments_for("--dp-size")
+        if a.flag != "--dp-size" and int_or_zero(a.value) > 1
     ]
     if not arguments or inputs.typed("--attn-dp-size") or inputs.typed("--enable-dp-attention"):
         return []

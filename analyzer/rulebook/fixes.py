@@ -29,6 +29,8 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 GOOD_MATCH = 0.72
+# A name this close to one flag and no other is a typo of it, whatever its family.
+TYPO_MATCH = 0.95
 
 
 @dataclass
@@ -85,10 +87,39 @@ def replacement_for(typed: str, catalog: FlagCatalog) -> tuple[str | None, str]:
     if dashed != flag and catalog.canonical(dashed):
         return catalog.canonical(dashed), f"{flag} uses underscores; SGLang's flags use dashes"
     scored = catalog.similar(flag)
-    if scored and scored[0][1] >= GOOD_MATCH and _same_family(flag, scored[0][0]):
+    near = scored and (scored[0][1] >= TYPO_MATCH or len(scored) == 1 or scored[1][1] < GOOD_MATCH)
+    if scored and scored[0][1] >= GOOD_MATCH and (_same_family(flag, scored[0][0]) or near):
         return scored[0][0], f"{flag} is closest to SGLang's {scored[0][0]}"
     closest = ", ".join(option for option, _ in scored)
     return None, f"no SGLang {catalog.version} flag is close to {flag} (closest: {closest})"
+
+
+def _speculated_tokens(flag: str, value: str | None, ctx: FixContext) -> FixPlan | None:
+    """vLLM's `--num-speculative-tokens N` as SGLang's chain of N steps (foreign_flags.toml
+    `counts_steps`), when the command has an algorithm and leaves the steps to us."""
+    if not foreign_flags().get(flag, {}).get("counts_steps"):
+        return None
+    steps = _int(value)
+    topk = ctx.value("--speculative-eagle-topk")
+    if (
+        steps is None
+        or steps < 1
+        or not ctx.typed("--speculative-algorithm")
+        or ctx.typed("--speculative-num-steps")
+        or ctx.typed("--speculative-num-draft-tokens")
+        or topk not in (None, "1")
+    ):
+        return None
+    edits = [Edit("rename", flag, to="--speculative-num-steps")]
+    if topk is None:
+        edits.append(Edit("add", "--speculative-eagle-topk", value="1"))
+    edits.append(Edit("add", "--speculative-num-draft-tokens", value=str(steps + 1)))
+    note = (
+        f"{flag} {steps} counts vLLM's speculated tokens, a chain of {steps} draft steps: in "
+        f"SGLang --speculative-num-steps {steps} --speculative-eagle-topk 1 "
+        f"--speculative-num-draft-tokens {steps + 1}"
+    )
+    return FixPlan(edits, [note])
 
 
 def _same_family(typed: str, option: str) -> bool:
@@ -113,6 +144,11 @@ def rename_unrecognized(finding: Finding, ctx: FixContext) -> FixPlan:
             plan.notes.append(f"{target} is already set; dropping {flag}")
             continue
         value = ctx.command.get(flag)
+        chain = _speculated_tokens(flag, value, ctx)
+        if chain is not None:
+            plan.edits.extend(chain.edits)
+            plan.notes.extend(chain.notes)
+            continue
         problem = ctx.catalog.check_value(target, value)
         if problem:
             plan.notes.append(f"the value of {flag} does not fit {target}: {problem}")

@@ -20,16 +20,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from analyzer.core.model import Edit, Finding, Line, Match
+from analyzer.core.model import Edit
 from analyzer.engine.redact import redact_text
 from analyzer.formats.terminal import CONTROL
-from analyzer.rulebook.fixes import FixContext, FixPlan, late_choices
-from analyzer.rulebook.registry import FIXES
-from analyzer.sglang.catalog import FlagCatalog, FlagSpec
+from analyzer.rulebook.fixes import FixPlan
+from analyzer.rulebook.predict import flag_problems, speculative_problems, typed_values
+from analyzer.sglang.catalog import FlagCatalog
 from analyzer.sglang.catalog_check import validate
 from analyzer.sglang.launch_command import LaunchCommand, parse_launch_command
 
-EAGLE_FAMILY = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE")
 PATH_FLAGS = ("--model-path", "--speculative-draft-model-path", "--tokenizer-path")
 NVIDIA_SMI_TIMEOUT = 5.0
 UNSEEN_MEMORY_MIB = 1024  # memory in use by no visible process: another container's
@@ -107,149 +106,25 @@ def run_preflight(
     return result
 
 
-# ---- flags -------------------------------------------------------------------------------
+# ---- flags and speculative settings (analyzer/rulebook/predict.py) ------------------------
 
 
 def _flag_plans(
     command: LaunchCommand, catalog: FlagCatalog, problems: list[Problem]
 ) -> list[FixPlan]:
     """Every argument argparse would reject, as argparse would say it, through its fix."""
-    plans: list[FixPlan] = []
-    unknown = []
-    for argument in command.arguments:
-        resolution = catalog.resolve(argument.flag)
-        if resolution.kind == "ambiguous":
-            matches = ", ".join(resolution.candidates)
-            message = f"ambiguous option: {argument.flag} could match {matches}"
-            plans.append(_fix("fix_invalid_value", message, [argument.flag], command, catalog))
-            problems.append(Problem("flags", message, True))
-        elif resolution.spec is None:
-            unknown.append(argument.flag)
-        elif catalog.check_value(argument.flag, argument.value):
-            message = _value_error(resolution.spec, argument.value)
-            if resolution.spec.takes_value:
-                plans.append(_fix("fix_invalid_value", message, [argument.flag], command, catalog))
-            else:
-                plans.append(_switch_plan(argument.flag, argument.value or ""))
-            problems.append(Problem("flags", message, True))
-    missing = [
-        spec
-        for spec in catalog.specs
-        if spec.required and not any(catalog.spec(a.flag) is spec for a in command.arguments)
-    ]
-    for spec in missing:
-        message = "the following arguments are required: " + "/".join(spec.option_strings)
-        plans.append(_fix("fix_invalid_value", message, [spec.long], command, catalog))
-        problems.append(Problem("flags", message, True))
-    # with a required flag missing, its fix reads a lone positional as that flag's value
-    stray = [] if missing else command.positionals
-    if unknown or stray:
-        message = "unrecognized arguments: " + " ".join([*unknown, *stray])
-        if unknown:
-            plans.append(_fix("rename_unrecognized", message, unknown, command, catalog))
-        problems.append(Problem("flags", message, True))
-    return plans
-
-
-def _value_error(spec: FlagSpec, value: str | None) -> str:
-    """argparse's own wording for a value it rejects (the fixes parse that wording)."""
-    name = "/".join(spec.option_strings)
-    if not spec.takes_value:
-        return f"argument {name}: ignored explicit argument {value!r}"
-    if value is None:
-        return f"argument {name}: expected one argument"
-    if spec.type in ("int", "float") and not _number(value, spec.type):
-        return f"argument {name}: invalid {spec.type} value: {value!r}"
-    choices = ", ".join(repr(c) for c in spec.choices or ())
-    return f"argument {name}: invalid choice: {value!r} (choose from {choices})"
-
-
-def _number(value: str, kind: str) -> bool:
-    try:
-        (int if kind == "int" else float)(value)
-    except ValueError:
-        return False
-    return True
-
-
-FALSE_WORDS = ("false", "no", "off", "0")
-
-
-def _switch_plan(flag: str, value: str) -> FixPlan:
-    """`--switch=VALUE`: a switch takes no value; `false` means leave it out."""
-    if value.lower() in FALSE_WORDS:
-        return FixPlan([Edit("remove", flag)], [f"{flag} is a switch: leave it out to keep it off"])
-    return FixPlan(
-        [Edit("set", flag, value=None)], [f"{flag} is a switch: give it without a value"]
-    )
-
-
-def _fix(
-    name: str, message: str, flags: list[str], command: LaunchCommand, catalog: FlagCatalog
-) -> FixPlan:
-    return FIXES[name](_finding(message, flags), FixContext(command, catalog))
-
-
-def _finding(message: str, flags: list[str], groups: dict[str, str] | None = None) -> Finding:
-    """The Finding a post-mortem would build from SGLang's error message."""
-    line = Line("pre-flight", 0, message, message)
-    match = Match("pre-flight", line, None, groups or {}, (line,))
-    return Finding(match, "preflight", message, "fatal", flags, message, [])
-
-
-# ---- speculative decoding ----------------------------------------------------------------
+    found = flag_problems(command, catalog)
+    problems.extend(Problem("flags", p.message, True) for p in found)
+    return [p.plan for p in found]
 
 
 def _speculative_plans(
     command: LaunchCommand, catalog: FlagCatalog, problems: list[Problem]
 ) -> list[FixPlan]:
-    """The algorithm's spelling and the steps/topk/draft-tokens trio SGLang needs complete.
-
-    sglang 0.5.23 `_handle_eagle_family`: without --speculative-num-steps it asserts topk and
-    draft tokens are unset too (a bare AssertionError); steps without topk compares None > 1
-    (a TypeError). Both happen after the imports, seconds to minutes into the launch.
-    """
-    values = _typed_values(command, catalog)
-    algorithm = values.get("--speculative-algorithm")
-    if algorithm is None:
-        return []
-    ctx = FixContext(command, catalog)
-    known = late_choices("--speculative-algorithm")
-    if known and algorithm.upper() not in known:
-        message = f"unknown speculative algorithm {algorithm!r} (SGLang knows {', '.join(known)})"
-        problems.append(Problem("speculative", message, True))
-        finding = _finding(message, ["--speculative-algorithm"], {"value": algorithm})
-        return [FIXES["respell_algorithm"](finding, ctx)]
-    if algorithm.upper() not in EAGLE_FAMILY or "--speculative-adaptive" in values:
-        return []
-    steps = values.get("--speculative-num-steps")
-    given = [
-        f for f in ("--speculative-eagle-topk", "--speculative-num-draft-tokens") if f in values
-    ]
-    if steps is None and given:
-        message = (
-            f"{' and '.join(given)} without --speculative-num-steps: SGLang {catalog.version} "
-            "stops with a bare AssertionError in argument resolution"
-        )
-    elif steps is not None and "--speculative-eagle-topk" not in values:
-        message = (
-            "--speculative-num-steps without --speculative-eagle-topk: SGLang "
-            f"{catalog.version} stops with a TypeError in argument resolution"
-        )
-    else:
-        return []
-    problems.append(Problem("speculative", message, True))
-    return [FIXES["complete_speculative"](_finding(message, []), ctx)]
-
-
-def _typed_values(command: LaunchCommand, catalog: FlagCatalog) -> dict[str, str]:
-    """Canonical flag -> value as typed (last one wins, `true` for a bare switch)."""
-    values: dict[str, str] = {}
-    for argument in command.arguments:
-        flag = catalog.canonical(argument.flag)
-        if flag:
-            values[flag] = argument.value if argument.value is not None else "true"
-    return values
+    """The algorithm's spelling and the steps/topk/draft-tokens trio SGLang needs complete."""
+    found = speculative_problems(command, catalog)
+    problems.extend(Problem("speculative", p.message, True) for p in found)
+    return [p.plan for p in found]
 
 
 # ---- the corrected command ---------------------------------------------------------------
@@ -291,7 +166,7 @@ def _log_folder(log_path: Path) -> list[Problem]:
 def _paths(command: LaunchCommand, catalog: FlagCatalog) -> list[Problem]:
     """Local model/draft/tokenizer paths that do not exist (hub ids `org/name` are left alone)."""
     problems = []
-    values = _typed_values(command, catalog)
+    values = typed_values(command, catalog)
     for flag in PATH_FLAGS:
         value = values.get(flag)
         if not value:
@@ -395,7 +270,7 @@ def _fraction(command: LaunchCommand | None, catalog: FlagCatalog) -> float | No
     if command is None:
         return None
     try:
-        return float(_typed_values(command, catalog).get("--mem-fraction-static", ""))
+        return float(typed_values(command, catalog).get("--mem-fraction-static", ""))
     except ValueError:
         return None
 

@@ -41,7 +41,11 @@ def edit_splices(state: CommandState, edit: Edit, canonical: Canonical | None) -
     """Turn one Edit into splices of the innermost level."""
     hits = [s for s in state.slots if _matches(s.arg.flag, edit.flag, canonical)]
     if edit.op == "remove":
-        return [_remove(state, slot) for slot in hits]
+        return (
+            [_remove(state, slot) for slot in hits]
+            if hits
+            else _remove_positional(state, edit.flag)
+        )
     if edit.op == "add" or (edit.op == "set" and not hits):
         return [_add(state, edit.flag, edit.value)]
     if edit.op == "set":
@@ -66,6 +70,15 @@ def _remove(state: CommandState, slot: ArgumentSlot) -> _Splice:
     last = slot.value_tok or slot.flag_tok
     previous = state.found.level.toks[slot.flag_tok.index - 1]
     return (None, previous.end, last.end, "")
+
+
+def _remove_positional(state: CommandState, word: str) -> list[_Splice]:
+    """`remove` of a stray positional word (`--switch true` leaves `true` to argparse)."""
+    for tok in state.positionals:
+        if tok.value == word:
+            previous = state.found.level.toks[tok.index - 1]
+            return [(None, previous.end, tok.end, "")]
+    return []
 
 
 def _add(state: CommandState, flag: str, value: str | None) -> _Splice:
@@ -134,7 +147,9 @@ def apply_splices(found: LaunchSite, splices: list[_Splice]) -> str:
     return text
 
 
-def _lift(text: str, word: Token, splices: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+def _lift(
+    text: str, word: Token, splices: list[tuple[int, int, str]]
+) -> list[tuple[int, int, str]]:
     """Map splices of `word`'s value onto `text`, escaping for the quoting they land in.
 
     When a splice straddles quoting boundaries, the whole word is re-quoted instead.
@@ -149,7 +164,9 @@ def _lift(text: str, word: Token, splices: list[tuple[int, int, str]]) -> list[t
     return [(word.start, word.end, _requote(text[word.start : word.end], value))]
 
 
-def _lift_one(text: str, word: Token, start: int, end: int, new: str) -> tuple[int, int, str] | None:
+def _lift_one(
+    text: str, word: Token, start: int, end: int, new: str
+) -> tuple[int, int, str] | None:
     if start == end:
         return _lift_insertion(word, start, new)
     ctx = word.ctx[start:end]

@@ -186,7 +186,11 @@ def _scan_command(level: ShellLevel, cmd: SimpleCommand, extra: int) -> LaunchSi
 
 
 def _wrap(
-    inner: LaunchSite | None, env: dict[str, str], wrappers: list[str], level: ShellLevel, cmd: SimpleCommand
+    inner: LaunchSite | None,
+    env: dict[str, str],
+    wrappers: list[str],
+    level: ShellLevel,
+    cmd: SimpleCommand,
 ) -> LaunchSite | None:
     """Attach the outer command's env, wrappers and context to a launch found inside it."""
     if inner is None:

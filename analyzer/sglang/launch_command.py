@@ -73,6 +73,16 @@ class LaunchCommand:
         """Words after the entry point that are neither options nor option values."""
         return [t.value for t in self._state.positionals] if self._state else []
 
+    def flag_before(self, word: str) -> str | None:
+        """The flag typed right before a positional word (`--switch true`), if any."""
+        if self._state is None:
+            return None
+        for tok in self._state.positionals:
+            if tok.value == word:
+                before = [s for s in self._state.slots if s.flag_tok.index < tok.index]
+                return before[-1].arg.flag if before else None
+        return None
+
     def render(self) -> str:
         """The command text: the original for a parsed model, the edited text after apply().
 

@@ -61,6 +61,83 @@ server_args.check_server_args()
 print({VERIFY_MARKER!r})
 """
 
+# Many commands, one SGLang import: the parent imports SGLang once and forks a child per
+# command (resolution's process-wide state stays in the child), `jobs` at a time. Each child
+# writes stdout and stderr to one file, interleaved as a launch's log would be. The modules a
+# child imported lazily are imported by the parent afterwards, so later children start warm.
+# stdin: {"argvs": [[...], ...], "out": folder, "jobs": N, "timeout": seconds}; stdout: one
+# JSON line {"index", "code", "seconds"} per command, in the order they finish.
+BATCH_SNIPPET = f"""
+import importlib, json, os, signal, sys, time, traceback
+try:
+    import sglang
+    from sglang.srt.server_args import prepare_server_args
+except Exception as exc:
+    lines = str(exc).strip().splitlines()
+    print({IMPORT_FAILED_MARKER!r} + type(exc).__name__ + (": " + lines[-1] if lines else ""))
+    sys.exit({IMPORT_FAILED_EXIT})
+print({VERSION_MARKER!r} + getattr(sglang, "__version__", "unknown"), flush=True)
+try:
+    from sglang.srt.plugins import load_plugins
+except ImportError:
+    load_plugins = None
+if load_plugins is not None:
+    load_plugins()
+job = json.loads(sys.stdin.read())
+
+def child(argv, path, modules_path):
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    before = set(sys.modules)
+    code = 0
+    try:
+        server_args = prepare_server_args(argv)
+        if hasattr(server_args, "resolve_once"):
+            server_args.resolve_once()
+        server_args.check_server_args()
+        print({VERIFY_MARKER!r})
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    with open(modules_path, "w") as out:
+        out.write("\\n".join(sorted(set(sys.modules) - before)))
+    os._exit(code)
+
+running = {{}}
+pending = list(enumerate(job["argvs"]))
+while pending or running:
+    while pending and len(running) < job["jobs"]:
+        index, argv = pending.pop(0)
+        path = os.path.join(job["out"], f"{{index}}.log")
+        modules = path + ".modules"
+        pid = os.fork()
+        if pid == 0:
+            child(argv, path, modules)
+        running[pid] = (index, time.monotonic(), modules)
+    pid, status = os.waitpid(-1, os.WNOHANG)
+    if pid == 0:
+        for pid, (index, started, _) in list(running.items()):
+            if time.monotonic() - started > job["timeout"]:
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.01)
+        continue
+    index, started, modules = running.pop(pid)
+    code = os.waitstatus_to_exitcode(status)
+    print(json.dumps({{"index": index, "code": code, "seconds": time.monotonic() - started}}),
+          flush=True)
+    if os.path.exists(modules):
+        for name in open(modules).read().split():
+            try:
+                importlib.import_module(name)
+            except BaseException:
+                pass
+"""
+
 _LLAMA_COMMON: dict[str, object] = {
     "bos_token_id": 1,
     "eos_token_id": 2,
@@ -161,6 +238,91 @@ def _ask_sglang(
         return _run(python, argv, timeout, start, pythonpath)
 
 
+@dataclasses.dataclass(frozen=True)
+class BatchRun:
+    """One command of a batch: its exit status and its whole output (stdout and stderr)."""
+
+    code: int
+    output: str
+    seconds: float
+
+
+def run_batch(
+    argvs: list[list[str]],
+    python: str | None = None,
+    timeout: float = 120,
+    pythonpath: str | None = None,
+    jobs: int = 2,
+) -> tuple[str | None, list[BatchRun | None]]:
+    """SGLang's version and each argv's run through SGLang's checks (BATCH_SNIPPET).
+
+    None for a command that did not report (SGLang missing or broken: the version is None
+    then too; a child killed on timeout reports a signal status).
+    """
+    python = python or sglang_python()
+    if python is None or not argvs:
+        return None, [None] * len(argvs)
+    env = _sglang_env(pythonpath)
+    with tempfile.TemporaryDirectory(prefix="loganalyze-batch-") as out:
+        job = {"argvs": argvs, "out": out, "jobs": max(jobs, 1), "timeout": timeout}
+        try:
+            done = subprocess.run(
+                [python, "-c", BATCH_SNIPPET],
+                input=json.dumps(job).encode(),
+                capture_output=True,
+                env=env,
+                timeout=timeout * (len(argvs) / max(jobs, 1) + 2),
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return None, [None] * len(argvs)
+        version = None
+        runs: list[BatchRun | None] = [None] * len(argvs)
+        for line in done.stdout.decode("utf-8", errors="replace").splitlines():
+            if line.startswith(VERSION_MARKER):
+                version = line[len(VERSION_MARKER) :].strip()
+            elif line.startswith("{"):
+                row = json.loads(line)
+                log = Path(out, f"{row['index']}.log")
+                text = log.read_text("utf-8", errors="replace") if log.exists() else ""
+                runs[row["index"]] = BatchRun(int(row["code"]), text, float(row["seconds"]))
+        return version, runs
+
+
+def verify_commands(
+    commands: list[str],
+    python: str | None = None,
+    timeout: float = 120,
+    pythonpath: str | None = None,
+    catalog_version: str | None = None,
+) -> list[Verification]:
+    """verify_command for many commands at the cost of one SGLang import."""
+    with tempfile.TemporaryDirectory(prefix="loganalyze-verify-") as scratch:
+        argvs: list[list[str] | None] = []
+        for index, text in enumerate(commands):
+            folder = Path(scratch, str(index))
+            folder.mkdir()
+            try:
+                argvs.append(sglang_argv(text, folder))
+            except ValueError:
+                argvs.append(None)
+        runnable = [a for a in argvs if a is not None]
+        version, runs = run_batch(runnable, python, timeout, pythonpath)
+    answers = iter(runs)
+    verdicts = []
+    for text, argv in zip(commands, argvs, strict=True):
+        run = next(answers) if argv is not None else None
+        if argv is None:
+            verdict = Verification("fail", None, "no SGLang launch found in the command", 0.0)
+        elif run is None or version is None:
+            verdict = verify_command(text, python, timeout, pythonpath, catalog_version)
+        else:
+            stdout = f"{VERSION_MARKER}{version}\n{run.output}"
+            verdict = _judge(run.code, stdout, run.output, run.seconds)
+        verdicts.append(verdict)
+    return verdicts
+
+
 def catalog_check(command_text: str, version: str | None = None) -> str:
     """The fallback verdict: what the shipped flag catalog finds wrong, in one line."""
     from analyzer.sglang.catalog import CatalogError, load_catalog
@@ -252,10 +414,7 @@ def _run(
     python: str, argv: list[str], timeout: float, start: float, pythonpath: str | None = None
 ) -> Verification:
     """One subprocess of SGLang's Python; its process group is killed on timeout."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SGLANG_")}
-    env.update(PYTHONUNBUFFERED="1", HF_HUB_OFFLINE="1")
-    if pythonpath:
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (pythonpath, env.get("PYTHONPATH")) if p)
+    env = _sglang_env(pythonpath)
     try:
         proc = subprocess.Popen(
             [python, "-c", VERIFY_SNIPPET, *argv],
@@ -277,6 +436,15 @@ def _run(
     stdout = out.decode("utf-8", errors="replace")
     stderr = err.decode("utf-8", errors="replace")
     return _judge(proc.returncode, stdout, stderr, time.monotonic() - start)
+
+
+def _sglang_env(pythonpath: str | None) -> dict[str, str]:
+    """No SGLANG_* settings of ours, no hub access; another release first on the path."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SGLANG_")}
+    env.update(PYTHONUNBUFFERED="1", HF_HUB_OFFLINE="1")
+    if pythonpath:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (pythonpath, env.get("PYTHONPATH")) if p)
+    return env
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:

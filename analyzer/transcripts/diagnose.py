@@ -287,8 +287,6 @@ def _settings(command: LaunchCommand, canonical: Canonical) -> dict[str, str]:
     return settings
 
 
-
-
 def _entry(
     attempt: Attempt,
     outcome: str,
@@ -298,7 +296,9 @@ def _entry(
 ) -> TimelineEntry:
     lines = attempt.launch_lines(source)
     explained = bool(found_here)
-    signals, _ = attempt_signals(attempt, source, explained) if outcome != "ready" else (["came up"], [])
+    signals, _ = (
+        attempt_signals(attempt, source, explained) if outcome != "ready" else (["came up"], [])
+    )
     return TimelineEntry(
         number=attempt.number,
         source=source,

@@ -388,7 +388,9 @@ def log_state(attempt: Attempt, source: str = "") -> tuple[str, list[Line]]:
         mentioned = [e for e in result.entries if same_file(e.path, log)]
         gone = [m for m in result.missing if same_file(m[0], log) or _covers(m[0], log)]
         asked = any(_covers(a, log) for a in result.asked)
-        found_lines = [evidence_line(source, e.line, observation.ref) for e in mentioned if e.line[1]]
+        found_lines = [
+            evidence_line(source, e.line, observation.ref) for e in mentioned if e.line[1]
+        ]
         if mentioned:
             entry = mentioned[-1]
             if entry.size == 0:
@@ -402,7 +404,9 @@ def log_state(attempt: Attempt, source: str = "") -> tuple[str, list[Line]]:
         elif asked:
             shown = [evidence_line(source, e.line, observation.ref) for e in result.entries]
             if not shown and observation.command_line:
-                shown = [evidence_line(source, observation.command_line, command_ref(observation.ref))]
+                shown = [
+                    evidence_line(source, observation.command_line, command_ref(observation.ref))
+                ]
             state, lines = "missing", shown
     return state, lines
 
