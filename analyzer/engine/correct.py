@@ -93,7 +93,8 @@ def propose(
         typed = {catalog.canonical(a.flag) for a in choice.command.arguments}
         read = [f for f in site.condition_flags if f in typed]
         plan.flags = [*plan.flags, *(f for f in read if f not in plan.flags)]
-    if not plan.edits and site is None:
+    # an argparse error the rule's fix has no edit for: the parser checks still know one
+    if not plan.edits and site is None and rule.scope != "usage":
         return Proposal(None, [], plan.notes, plan.flags)
     outcome = search(choice.command, catalog, finding, plan, site)
     if not outcome.repaired:

@@ -110,7 +110,7 @@ def search(
     """Clean commands reachable from the rule's plan and the failing check, best first."""
     errors = error_catalog(catalog)
     failing = _Failing(command, catalog, finding, site)
-    frontier = _seeds(command, catalog, plan, failing)
+    frontier = _seeds(command, catalog, plan, failing, errors)
     warned = _warnings(command, catalog)
     seen: set[str] = set()
     clean: list[tuple[Candidate, LaunchCommand]] = []
@@ -216,9 +216,19 @@ def _fails(site: ErrorSite, command: LaunchCommand, catalog: FlagCatalog) -> boo
 
 
 def _seeds(
-    command: LaunchCommand, catalog: FlagCatalog, plan: FixPlan, failing: _Failing
+    command: LaunchCommand,
+    catalog: FlagCatalog,
+    plan: FixPlan,
+    failing: _Failing,
+    errors: ErrorCatalog | None,
 ) -> list[Candidate]:
     seeds = [Candidate(list(plan.edits), list(plan.notes), 0)] if plan.edits else []
+    if failing.parser and not seeds:
+        # the rule had no edit for this argparse error: start from what the parser checks
+        # predict of the command as typed (`--switch true`: the stray word's own plan)
+        for index, problem in enumerate(predict(command, catalog, errors), 1):
+            if problem.plan.edits:
+                seeds.append(Candidate(list(problem.plan.edits), list(problem.plan.notes), index))
     if failing.parser or failing.site is None:
         return seeds  # argparse errors: the parser checks decide; no site: the rule's fix only
     plans = _flag_plans(command, catalog, failing.flags, failing.judged)

@@ -7,7 +7,9 @@ for the advice. Functions only propose; analyzer/engine/correct.py applies and v
 
 from __future__ import annotations
 
+import ast
 import difflib
+import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -159,7 +161,7 @@ def rename_unrecognized(finding: Finding, ctx: FixContext) -> FixPlan:
 
 INVALID_CHOICE = regex.compile(r"argument (?P<flag>[-\w/ ]+): invalid choice: '(?P<value>[^']*)'")
 INVALID_TYPE = regex.compile(
-    r"argument (?P<flag>[-\w/ ]+): invalid (?P<type>\w+) value: '(?P<value>[^']*)'"
+    r"argument (?P<flag>[-\w/ ]+): (?i:invalid) (?P<type>\w+) value: '(?P<value>[^']*)'"
 )
 AMBIGUOUS = regex.compile(
     r"ambiguous option: (?P<flag>--[\w-]+)(?:=\S*)? could match (?P<options>.+)$"
@@ -267,6 +269,10 @@ WORD_NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "six": 6, "eight": 8,
 
 
 def _parse_number(value: str, kind: str) -> str | None:
+    """A number written in words, with a percent sign, or a suffix SGLang does not take
+    (an upper-case `K` is read as 1024, the way context lengths are usually written)."""
+    kind = {"integer": "int"}.get(kind.lower(), kind.lower())
+    binary = value.strip().endswith("K")
     text = value.strip().lower().replace("_", "").replace(",", "")
     if text in WORD_NUMBERS:
         return str(WORD_NUMBERS[text])
@@ -275,7 +281,7 @@ def _parse_number(value: str, kind: str) -> str | None:
             return f"{float(text[:-1]) / 100:g}"
         except ValueError:
             return None
-    scale = {"k": 1000, "m": 1000_000}.get(text[-1:]) if kind == "int" else None
+    scale = {"k": 1024 if binary else 1000, "m": 1000_000}.get(text[-1:]) if kind == "int" else None
     try:
         if scale:
             return str(int(float(text[:-1]) * scale))
@@ -521,6 +527,55 @@ def _sibling_plan(flag: str, path: str) -> FixPlan:
     return FixPlan([Edit("set", flag, value=new)], [f"{path} does not exist; {new} does"], [flag])
 
 
+BARE_KEY = regex.compile(r"([{,]\s*)([A-Za-z_][\w.-]*)\s*:")
+TRAILING_COMMA = regex.compile(r",\s*([}\]])")
+
+
+def repair_json_argument(finding: Finding, ctx: FixContext) -> FixPlan:
+    """A JSON-valued flag given a Python dict (single quotes, bare keys, a trailing comma):
+    the same value as JSON, where its meaning is unambiguous."""
+    plan = FixPlan()
+    for argument in ctx.command.arguments:
+        value = (argument.value or "").strip()
+        if not value.startswith(("{", "[")) or _is_json(value):
+            continue
+        flag = ctx.catalog.canonical(argument.flag) or argument.flag
+        plan.flags.append(flag)
+        fixed = _as_json(value)
+        if fixed is None:
+            plan.notes.append(f"{flag} is not valid JSON: {value}")
+            continue
+        plan.edits.append(Edit("set", argument.flag, value=fixed))
+        plan.notes.append(f"{flag} takes JSON: {value} is {fixed}")
+    return plan
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _as_json(text: str) -> str | None:
+    """A Python literal, or JSON with bare keys or trailing commas, rewritten as JSON."""
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError, RecursionError, MemoryError):
+        quoted = TRAILING_COMMA.sub(r"\1", BARE_KEY.sub(r'\1"\2":', text))
+        try:
+            value = json.loads(quoted)
+        except ValueError:
+            return None
+    if not isinstance(value, (dict, list)):
+        return None
+    try:
+        return json.dumps(value)
+    except (TypeError, ValueError):
+        return None
+
+
 # The fixes of failures; analyzer/rulebook/registry.py joins them with intent_fixes.py's.
 FLAG_FIXES: dict[str, Callable[[Finding, FixContext], FixPlan]] = {
     "move_port": move_port,
@@ -533,4 +588,5 @@ FLAG_FIXES: dict[str, Callable[[Finding, FixContext], FixPlan]] = {
     "satisfy_requirement": satisfy_requirement,
     "eagle3_algorithm": eagle3_algorithm,
     "memory_fix": memory_fix,
+    "repair_json_argument": repair_json_argument,
 }

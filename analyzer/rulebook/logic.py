@@ -187,8 +187,8 @@ def unrecognized_flags(match: Match, log: ScannedLog) -> dict[str, str] | None:
     """Split argparse's leftovers into flags and the values that followed them."""
     tokens = match.groups.get("args", "").split()
     flags = [t.split("=", 1)[0] for t in tokens if t.startswith("-") and not _is_number(t)]
-    if not flags:
-        return None
+    if not flags:  # only stray words (`--switch true`: the switch took no value)
+        return {"flag_list": "the stray word(s) " + ", ".join(repr(t) for t in tokens)}
     return {"flag_list": ", ".join(flags)}
 
 
@@ -205,8 +205,19 @@ FLAG_MENTION = regex.compile(r"--[a-z][\w-]+|\b[a-z]+(?:_[a-z0-9]+)+\b")
 
 def two_flags(match: Match, log: ScannedLog) -> dict[str, str] | None:
     """Only an incompatibility when the message names at least two flags."""
-    mentioned = set(FLAG_MENTION.findall(match.groups.get("message", "")))
-    return {} if len(mentioned) >= 2 else None
+    message = match.groups.get("message", "")
+    mentioned = set(FLAG_MENTION.findall(message))
+    # `The arguments enable-hierarchical-cache and disable-radix-cache are mutually exclusive`
+    named = set(ARGUMENT_NAMES.findall(message))
+    if len(mentioned) >= 2:
+        return {}
+    if len(named) >= 2:
+        return {"message": ARGUMENT_NAMES.sub(r"--\1", message)}
+    return None
+
+
+# flag names written without their dashes, after "argument(s)": argparse's dest spelling
+ARGUMENT_NAMES = regex.compile(r"(?<=\barguments? (?:[\w-]+ (?:and|or|, ) ?)*)\b([a-z0-9]+(?:-[a-z0-9]+)+)\b")
 
 
 PROXY_SIGNS = regex.compile(r"502 Bad Gateway|\b[Pp]roxy\b|squid|ProxyError")
