@@ -16,6 +16,7 @@ from typing import IO
 
 import regex
 
+from analyzer.core.lazy_pattern import LazyPattern
 from analyzer.sglang.log_format import ANSI
 from analyzer.transcripts.model import ShellCall, Transcript
 
@@ -30,9 +31,9 @@ PROMPT = regex.compile(
     regex.X,
 )
 SCRIPT_HEADER = regex.compile(r"^Script started on (?P<when>\S+(?: \S+)?)")
-SCRIPT_FOOTER = regex.compile(r"^Script done on ")
-HEREDOC = regex.compile(r"<<-?\s*(?P<q>['\"]?)(?P<word>[A-Za-z_][\w]*)(?P=q)")
-PS2 = regex.compile(r"^>\s?")
+SCRIPT_FOOTER = LazyPattern(r"^Script done on ")
+HEREDOC = LazyPattern(r"<<-?\s*(?P<q>['\"]?)(?P<word>[A-Za-z_][\w]*)(?P=q)")
+PS2 = LazyPattern(r"^>\s?")
 # First words a bare `# ` prompt may start with; anything else after `# ` is a comment.
 COMMANDS = frozenset(
     {
