@@ -12,13 +12,15 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterator
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 import regex
 
 from analyzer.core.lazy_pattern import LazyPattern
 from analyzer.sglang.log_format import ANSI
-from analyzer.transcripts.model import ShellCall, Transcript
+
+if TYPE_CHECKING:  # a log's transcript sniffing needs no transcript model
+    from analyzer.transcripts.model import ShellCall, Transcript
 
 PROMPT = regex.compile(
     r"""^(?:\([^()\s]+\)\s+)?                                   # (venv) / (base)
@@ -155,6 +157,8 @@ class _Call:
             self.tail.append(text)
 
     def build(self) -> ShellCall:
+        from analyzer.transcripts.model import ShellCall
+
         kept = len(self.head) + len(self.tail)
         omitted = (len(self.head), self.seen - kept) if self.seen > kept else None
         return ShellCall(
