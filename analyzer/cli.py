@@ -575,4 +575,11 @@ def main() -> None:
     argv = sys.argv[1:]
     if argv and argv[0] not in SUBCOMMANDS and argv[0] not in ("--help", "-h"):
         argv = ["analyze", *argv]
+    if argv and argv[0] == "analyze":
+        # typer builds the parser of every registered command before running one, and
+        # that cost as much as analysing a small log: build only the one asked for
+        analyze_app = typer.Typer(add_completion=False, rich_markup_mode=None)
+        analyze_app.command()(analyze)
+        analyze_app(args=argv[1:], prog_name="loganalyze analyze")
+        return
     app(args=argv, prog_name="loganalyze")

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import chain
+from typing import TYPE_CHECKING
 
 from analyzer.core.model import InputSummary, Line, ScannedLog
 from analyzer.core.read import MAX_LINE_BYTES, TextInput
@@ -29,6 +29,9 @@ from analyzer.engine.scan import (
     visible_lines,
 )
 from analyzer.sglang.log_format import split_prefix
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 try:
     from ahocorasick_rs import BytesAhoCorasick
@@ -209,8 +212,17 @@ def _searched(blocks: Iterator[bytes], finder: LiteralFinder) -> Iterator[tuple[
     """Each block with its literal hits; the next block is searched while this one is fed.
 
     The Rust search releases the GIL, so on two cores it overlaps with reading,
-    decompressing and feeding the Scanner; results come back in order.
+    decompressing and feeding the Scanner; results come back in order. An input of one
+    block has nothing to overlap: it is searched here, with no thread (nor its imports).
     """
+    first, second = next(blocks, None), next(blocks, None)
+    if second is None:
+        if first is not None:
+            yield first, finder.ends(memoryview(first))
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    blocks = chain([first, second], blocks)
     with ThreadPoolExecutor(max_workers=1) as pool:
         pending: tuple[bytes, Future[list[int]]] | None = None
         for block in blocks:

@@ -14,6 +14,7 @@ from itertools import chain, islice
 
 import regex
 
+from analyzer.core.lazy_pattern import LazyPattern
 from analyzer.core.model import Frame, InputSummary, Line, ScannedLog, Traceback, UsageDump
 from analyzer.engine.normalize import NO_PREFIXES, SAMPLE_LINES, LinePrefixes, detect_prefixes
 from analyzer.sglang.launch_command import find_launch_command
@@ -25,7 +26,7 @@ from analyzer.sglang.log_format import (
 )
 
 FRAME = regex.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<lineno>\d+)(?:, in (?P<func>.+))?$')
-EXCEPTION = regex.compile(r"^(?P<type>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(?::\s?(?P<msg>.*))?$")
+EXCEPTION = LazyPattern(r"^(?P<type>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(?::\s?(?P<msg>.*))?$")
 CHAIN_MARKERS = (
     "During handling of the above exception, another exception occurred:",
     "The above exception was the direct cause of the following exception:",
@@ -37,7 +38,7 @@ ARGPARSE_PHRASES = (
     "unrecognized arguments:", "argument ", "the following arguments are required",
     "ambiguous option:", "invalid choice:",
 )  # fmt: skip
-ARGPARSE_ALONE = regex.compile(
+ARGPARSE_ALONE = LazyPattern(
     r"^(?:(?P<prog>[\w./\- ]+): )?error: (?P<message>(?:"
     + "|".join(regex.escape(p) for p in ARGPARSE_PHRASES)
     + r").*)$"
@@ -45,7 +46,7 @@ ARGPARSE_ALONE = regex.compile(
 # An exception line with no traceback around it (`KeyError: 'midlayer...'` pasted alone):
 # a dotted name ending like an exception class. Interrupts and exits are how processes stop,
 # not failures.
-EXCEPTION_ALONE = regex.compile(
+EXCEPTION_ALONE = LazyPattern(
     r"^(?P<type>(?:[a-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception|OutOfResources)|Exception))"
     r"(?::\s?(?P<msg>.*))?$"
 )
@@ -78,7 +79,7 @@ PHASE_MARKERS = (
     ("CUDA graph end", "cuda_graph_captured"),
     (READY_MARKER, "serving"),
 )
-EXIT_STATUS = regex.compile(r"\b[Ee]xit(?:ed with)? code:? ?(?P<code>-?\d+)")
+EXIT_STATUS = LazyPattern(r"\b[Ee]xit(?:ed with)? code:? ?(?P<code>-?\d+)")
 TRACEBACK_START = "Traceback (most recent call last):"
 USAGE_START = "usage: "
 USAGE_OPTION = regex.compile(r"(?<![\w-])--[A-Za-z][\w-]*")

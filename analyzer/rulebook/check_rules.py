@@ -11,6 +11,7 @@ from typing import Any
 
 import regex
 
+from analyzer.core.lazy_pattern import LazyPattern
 from analyzer.core.model import Edit, Finding, Line, Match, ScannedLog
 from analyzer.rulebook.fixes import FixContext
 from analyzer.rulebook.intent_fixes import resolved_value, typed_value
@@ -22,7 +23,7 @@ from analyzer.sglang.log_format import reconstruct_command
 # Below every shipped rule (the lowest, empty-log, is 5): warnings follow the fatal causes.
 PRIORITY = 2
 FIX = "apply_check_edits"
-ACCEPT_LEN = regex.compile(r"\baccept len: (?P<len>\d+(?:\.\d+)?)")
+ACCEPT_LEN = LazyPattern(r"\baccept len: (?P<len>\d+(?:\.\d+)?)")
 
 
 def _rule(rule_id: str, rule_class: str, title: str, detects: str, why: str, fix: str) -> Rule:

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import regex
-
 from analyzer.core import bounded_json
+from analyzer.core.lazy_pattern import LazyPattern
 from analyzer.core.model import Edit, Finding, Line
 from analyzer.rulebook.check_rules import (
     CheckInputs,
@@ -19,7 +18,7 @@ from analyzer.rulebook.check_rules import (
 )
 from analyzer.rulebook.intent_fixes import resolved_value
 
-ARCHITECTURE = regex.compile(r"\btype=(?P<arch>\w+)")
+ARCHITECTURE = LazyPattern(r"\btype=(?P<arch>\w+)")
 # At 1.00 no draft token is ever accepted; a working EAGLE draft gives 2-4.
 COLLAPSED_ACCEPT_LEN = 1.15
 MIN_DECODE_LINES = 3

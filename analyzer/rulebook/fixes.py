@@ -20,6 +20,7 @@ from typing import Any
 
 import regex
 
+from analyzer.core.lazy_pattern import LazyPattern
 from analyzer.core.model import Edit, Finding
 from analyzer.sglang.catalog import FlagCatalog
 from analyzer.sglang.flag_history import shipped_history
@@ -159,11 +160,11 @@ def rename_unrecognized(finding: Finding, ctx: FixContext) -> FixPlan:
     return plan
 
 
-INVALID_CHOICE = regex.compile(r"argument (?P<flag>[-\w/ ]+): invalid choice: '(?P<value>[^']*)'")
-INVALID_TYPE = regex.compile(
+INVALID_CHOICE = LazyPattern(r"argument (?P<flag>[-\w/ ]+): invalid choice: '(?P<value>[^']*)'")
+INVALID_TYPE = LazyPattern(
     r"argument (?P<flag>[-\w/ ]+): (?i:invalid) (?P<type>\w+) value: '(?P<value>[^']*)'"
 )
-AMBIGUOUS = regex.compile(
+AMBIGUOUS = LazyPattern(
     r"ambiguous option: (?P<flag>--[\w-]+)(?:=\S*)? could match (?P<options>.+)$"
 )
 
@@ -303,7 +304,7 @@ def _fix_ambiguous(message: str, ctx: FixContext) -> FixPlan | None:
     return FixPlan([Edit("rename", found["flag"], to=change.replacement)], notes)
 
 
-REQUIRED = regex.compile(r"the following arguments are required: (?P<flags>.+)$")
+REQUIRED = LazyPattern(r"the following arguments are required: (?P<flags>.+)$")
 
 
 def _fix_required(message: str, ctx: FixContext) -> FixPlan | None:
@@ -322,7 +323,7 @@ def _fix_required(message: str, ctx: FixContext) -> FixPlan | None:
     return FixPlan([Edit("rename", positionals[0], to="--model-path")], [note])
 
 
-MISSING_VALUE = regex.compile(r"argument (?P<flag>[-\w/ ]+): expected one argument")
+MISSING_VALUE = LazyPattern(r"argument (?P<flag>[-\w/ ]+): expected one argument")
 
 
 def _fix_missing_value(message: str, ctx: FixContext) -> FixPlan | None:
@@ -439,11 +440,11 @@ def _float(value: str | None) -> float | None:
 
 
 BOUNDS = (
-    (regex.compile(r"must be non-negative"), 0),
-    (regex.compile(r"must be positive"), 1),
-    (regex.compile(r"must (?:be )?(?:>=|at least) ?(?P<n>-?\d+)"), None),
+    (LazyPattern(r"must be non-negative"), 0),
+    (LazyPattern(r"must be positive"), 1),
+    (LazyPattern(r"must (?:be )?(?:>=|at least) ?(?P<n>-?\d+)"), None),
 )
-DERIVED_CONTEXT = regex.compile(
+DERIVED_CONTEXT = LazyPattern(
     r"context_length \((?P<given>\d+)\) is greater than the derived context_length \((?P<derived>\d+)\)"
 )
 
@@ -527,8 +528,8 @@ def _sibling_plan(flag: str, path: str) -> FixPlan:
     return FixPlan([Edit("set", flag, value=new)], [f"{path} does not exist; {new} does"], [flag])
 
 
-BARE_KEY = regex.compile(r"([{,]\s*)([A-Za-z_][\w.-]*)\s*:")
-TRAILING_COMMA = regex.compile(r",\s*([}\]])")
+BARE_KEY = LazyPattern(r"([{,]\s*)([A-Za-z_][\w.-]*)\s*:")
+TRAILING_COMMA = LazyPattern(r",\s*([}\]])")
 
 
 def repair_json_argument(finding: Finding, ctx: FixContext) -> FixPlan:

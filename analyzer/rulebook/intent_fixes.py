@@ -10,13 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import regex
-
+from analyzer.core.lazy_pattern import LazyPattern
 from analyzer.core.model import Edit, Finding
 from analyzer.rulebook.fixes import FixContext, FixPlan
 
-BRACES = regex.compile(r"^(?P<pre>[^{]*)\{(?P<alts>[^}]+)\}(?P<post>[^=\s]*)(?:=(?P<value>\S+))?$")
-PLACEHOLDER = regex.compile(r"^(?P<flag>--[\w-]+)\s+<[\w-]+>$")
+BRACES = LazyPattern(r"^(?P<pre>[^{]*)\{(?P<alts>[^}]+)\}(?P<post>[^=\s]*)(?:=(?P<value>\S+))?$")
+PLACEHOLDER = LazyPattern(r"^(?P<flag>--[\w-]+)\s+<[\w-]+>$")
 DRAFT_TOKENS = "--speculative-num-draft-tokens"
 
 

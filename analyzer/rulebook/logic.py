@@ -9,21 +9,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import regex
-
+from analyzer.core.lazy_pattern import LazyPattern
 from analyzer.core.model import Match, ScannedLog
 
-SHAPE_PAIR = regex.compile(
+SHAPE_PAIR = LazyPattern(
     r"\((?P<a_rows>\d+)x(?P<a_cols>\d+) and (?P<b_rows>\d+)x(?P<b_cols>\d+)\)"
 )
-TENSOR_SIZES = regex.compile(
+TENSOR_SIZES = LazyPattern(
     r"tensor a \((?P<a>\d+)\) must match the size of tensor b \((?P<b>\d+)\)"
 )
-TORCH_SIZES = regex.compile(
+TORCH_SIZES = LazyPattern(
     r"torch\.Size\(\[(?P<a>[\d, ]+)\]\).*?torch\.Size\(\[(?P<b>[\d, ]+)\]\)"
 )
-DEST_NAME = regex.compile(r"\b(speculative_[a-z_]+|[a-z]+(?:_[a-z0-9]+)+)\b")
-OTHER_PROCESS = regex.compile(r"Process \d+ has [\d.]+ [KMGT]i?B memory in use")
+DEST_NAME = LazyPattern(r"\b(speculative_[a-z_]+|[a-z]+(?:_[a-z0-9]+)+)\b")
+OTHER_PROCESS = LazyPattern(r"Process \d+ has [\d.]+ [KMGT]i?B memory in use")
 
 # Known speculative checks whose AssertionError carries no message. Keyed by a
 # fragment of the failing source line (Python 3.11 prints only a statement's
@@ -127,7 +126,7 @@ def memory_phase(match: Match, log: ScannedLog) -> dict[str, str] | None:
 
 
 # schedule_batch / mem_cache: "Prefill out of memory. Try to lower your batch size." (and Decode)
-KV_POOL_FULL = regex.compile(r"(?:Prefill|Decode) out of memory\. Try to lower your batch size")
+KV_POOL_FULL = LazyPattern(r"(?:Prefill|Decode) out of memory\. Try to lower your batch size")
 # SGLang functions that only run with a feature on, and the flag that turns it on:
 # alloc_paged_token_slots_* is the allocator for page_size > 1; maybe_offload_to_cpu
 # (utils make_layers) copies layers to pinned CPU memory for --cpu-offload-gb.
@@ -200,7 +199,7 @@ def _is_number(token: str) -> bool:
     return True
 
 
-FLAG_MENTION = regex.compile(r"--[a-z][\w-]+|\b[a-z]+(?:_[a-z0-9]+)+\b")
+FLAG_MENTION = LazyPattern(r"--[a-z][\w-]+|\b[a-z]+(?:_[a-z0-9]+)+\b")
 
 
 def two_flags(match: Match, log: ScannedLog) -> dict[str, str] | None:
@@ -217,10 +216,10 @@ def two_flags(match: Match, log: ScannedLog) -> dict[str, str] | None:
 
 
 # flag names written without their dashes, after "argument(s)": argparse's dest spelling
-ARGUMENT_NAMES = regex.compile(r"(?<=\barguments? (?:[\w-]+ (?:and|or|, ) ?)*)\b([a-z0-9]+(?:-[a-z0-9]+)+)\b")
+ARGUMENT_NAMES = LazyPattern(r"(?<=\barguments? (?:[\w-]+ (?:and|or|, ) ?)*)\b([a-z0-9]+(?:-[a-z0-9]+)+)\b")
 
 
-PROXY_SIGNS = regex.compile(r"502 Bad Gateway|\b[Pp]roxy\b|squid|ProxyError")
+PROXY_SIGNS = LazyPattern(r"502 Bad Gateway|\b[Pp]roxy\b|squid|ProxyError")
 
 
 def proxy_hint(match: Match, log: ScannedLog) -> dict[str, str] | None:
@@ -274,7 +273,7 @@ def stalled_phase(match: Match, log: ScannedLog) -> dict[str, str] | None:
 
 
 # scheduler.py / detokenizer_manager.py / tokenizer_manager.py log f"{Name} hit an exception: {traceback}"
-WRAPPER = regex.compile(r"\b(?P<process>\w+) hit an exception: ")
+WRAPPER = LazyPattern(r"\b(?P<process>\w+) hit an exception: ")
 HTTP_FRAMEWORKS = ("/uvicorn/", "/starlette/", "/fastapi/")
 
 

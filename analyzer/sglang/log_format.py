@@ -15,16 +15,17 @@ from typing import Any
 
 import regex
 
+from analyzer.core.lazy_pattern import LazyPattern
 from analyzer.core.model import Line
 from analyzer.sglang.catalog import FlagCatalog
 
 RECONSTRUCTED_ENTRY = "python -m sglang.launch_server"
-ANSI = regex.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
-SGLANG_PREFIX = regex.compile(
+ANSI = LazyPattern(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+SGLANG_PREFIX = LazyPattern(
     r"^\[(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)?"
     r"(?P<ranks>(?:\s*(?:DP|TP|EP|PP|CP|ATTN_DP|ATTN_TP|MOE_EP)\d+)*)\s*\]\s?"
 )
-RANK = regex.compile(r"(DP|TP|EP|PP|CP|ATTN_DP|ATTN_TP|MOE_EP)(\d+)")
+RANK = LazyPattern(r"(DP|TP|EP|PP|CP|ATTN_DP|ATTN_TP|MOE_EP)(\d+)")
 RAY_PREFIX = regex.compile(
     r"^\((?P<actor>[A-Za-z_][\w.]*)?\s*pid=(?P<pid>\d+)(?:,\s*ip=[^)]*)?\)\s?"
 )
@@ -34,7 +35,7 @@ STATED_VERSION = regex.compile(
     r"\bsglang(?:==|-|\s+(?:version:?\s*)?v?)(?P<version>\d+\.\d+\.\d+(?:\.post\d+)?)\b"
 )
 PIP_SHOW_NAME = "Name: sglang"
-PIP_SHOW_VERSION = regex.compile(r"^Version: (?P<version>\d+\.\d+\.\d+(?:\.post\d+)?)\s*$")
+PIP_SHOW_VERSION = LazyPattern(r"^Version: (?P<version>\d+\.\d+\.\d+(?:\.post\d+)?)\s*$")
 
 
 def split_prefix(

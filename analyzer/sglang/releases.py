@@ -155,8 +155,9 @@ def _usage_clue(log: ScannedLog, catalogs: Sequence[FlagCatalog]) -> _Clue | Non
 
 
 def _usage_options(catalog: FlagCatalog) -> set[str]:
-    """What argparse's usage line shows of each option: its first spelling."""
-    return {s.option_strings[0] for s in catalog.specs if s.option_strings}
+    """What argparse's usage line shows of each option: its first spelling (read from the
+    catalog's JSON: building every shipped catalog's FlagSpecs cost more than the rest)."""
+    return {o["option_strings"][0] for o in catalog.data["options"] if o["option_strings"]}
 
 
 def _overlap(a: set[str], b: set[str]) -> float:

@@ -19,9 +19,8 @@ from __future__ import annotations
 import zlib
 from pathlib import Path
 
-import regex
-
 from analyzer.core import bounded_json
+from analyzer.core.lazy_pattern import LazyPattern
 from analyzer.core.read import TextInput
 from analyzer.transcripts.compressed import open_transcript
 from analyzer.transcripts.terminal_text import SCRIPT_HEADER, prompt_command, visible
@@ -66,7 +65,7 @@ CODEX_ITEM_TYPES = frozenset(
     }
 )
 SNIFF_RECORDS = 40
-EXPORT_START = regex.compile(r'^\s*\{\s*"info"\s*:\s*\{')
+EXPORT_START = LazyPattern(r'^\s*\{\s*"info"\s*:\s*\{')
 MIN_PROMPTS = 2
 
 

@@ -12,12 +12,15 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterator
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 import regex
 
+from analyzer.core.lazy_pattern import LazyPattern
 from analyzer.sglang.log_format import ANSI
-from analyzer.transcripts.model import ShellCall, Transcript
+
+if TYPE_CHECKING:  # a log's transcript sniffing needs no transcript model
+    from analyzer.transcripts.model import ShellCall, Transcript
 
 PROMPT = regex.compile(
     r"""^(?:\([^()\s]+\)\s+)?                                   # (venv) / (base)
@@ -30,9 +33,9 @@ PROMPT = regex.compile(
     regex.X,
 )
 SCRIPT_HEADER = regex.compile(r"^Script started on (?P<when>\S+(?: \S+)?)")
-SCRIPT_FOOTER = regex.compile(r"^Script done on ")
-HEREDOC = regex.compile(r"<<-?\s*(?P<q>['\"]?)(?P<word>[A-Za-z_][\w]*)(?P=q)")
-PS2 = regex.compile(r"^>\s?")
+SCRIPT_FOOTER = LazyPattern(r"^Script done on ")
+HEREDOC = LazyPattern(r"<<-?\s*(?P<q>['\"]?)(?P<word>[A-Za-z_][\w]*)(?P=q)")
+PS2 = LazyPattern(r"^>\s?")
 # First words a bare `# ` prompt may start with; anything else after `# ` is a comment.
 COMMANDS = frozenset(
     {
@@ -154,6 +157,8 @@ class _Call:
             self.tail.append(text)
 
     def build(self) -> ShellCall:
+        from analyzer.transcripts.model import ShellCall
+
         kept = len(self.head) + len(self.tail)
         omitted = (len(self.head), self.seen - kept) if self.seen > kept else None
         return ShellCall(
