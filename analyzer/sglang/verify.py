@@ -35,11 +35,9 @@ IMPORT_FAILED_MARKER = "LOGANALYZE-SGLANG-IMPORT-FAILED "
 IMPORT_FAILED_EXIT = 3
 PYTHON_ENV = "LOGANALYZE_SGLANG_PYTHON"
 
-# What runs in SGLang's Python: launch_server's steps up to (not into) run_server's dispatch,
-# plus the check engine._launch_subprocesses runs next. An import failure is a broken install,
-# not a rejected command, so it gets its own marker and exit status.
-VERIFY_SNIPPET = f"""
-import sys
+# Both snippets start alike: import SGLang (an import failure is a broken install, with its
+# own marker and exit status), say its version, load its plugins.
+IMPORT_SGLANG = f"""
 try:
     import sglang
     from sglang.srt.server_args import prepare_server_args
@@ -54,6 +52,12 @@ except ImportError:
     load_plugins = None
 if load_plugins is not None:
     load_plugins()
+"""
+
+# What runs in SGLang's Python: launch_server's steps up to (not into) run_server's dispatch,
+# plus the check engine._launch_subprocesses runs next. An import failure is a broken install,
+# not a rejected command, so it gets its own marker and exit status.
+VERIFY_SNIPPET = "import sys\n" + IMPORT_SGLANG + f"""
 server_args = prepare_server_args(sys.argv[1:])
 if hasattr(server_args, "resolve_once"):  # 0.5.19+; before, __post_init__ resolved
     server_args.resolve_once()
@@ -67,22 +71,7 @@ print({VERIFY_MARKER!r})
 # child imported lazily are imported by the parent afterwards, so later children start warm.
 # stdin: {"argvs": [[...], ...], "out": folder, "jobs": N, "timeout": seconds}; stdout: one
 # JSON line {"index", "code", "seconds"} per command, in the order they finish.
-BATCH_SNIPPET = f"""
-import importlib, json, os, signal, sys, time, traceback
-try:
-    import sglang
-    from sglang.srt.server_args import prepare_server_args
-except Exception as exc:
-    lines = str(exc).strip().splitlines()
-    print({IMPORT_FAILED_MARKER!r} + type(exc).__name__ + (": " + lines[-1] if lines else ""))
-    sys.exit({IMPORT_FAILED_EXIT})
-print({VERSION_MARKER!r} + getattr(sglang, "__version__", "unknown"), flush=True)
-try:
-    from sglang.srt.plugins import load_plugins
-except ImportError:
-    load_plugins = None
-if load_plugins is not None:
-    load_plugins()
+BATCH_SNIPPET = "import importlib, json, os, signal, sys, time, traceback\n" + IMPORT_SGLANG + f"""
 job = json.loads(sys.stdin.read())
 
 def child(argv, path, modules_path):
