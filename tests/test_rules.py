@@ -120,3 +120,23 @@ def test_catastrophic_user_pattern_cannot_hang_the_run(tmp_path: Path):
     report = analyze([str(log)], Options(rules_dirs=[str(tmp_path / "rules")]))
     assert time.monotonic() - started < 30
     assert any("rule slow" in w and "stopped" in w for w in report.warnings)
+
+
+def test_rule_ids_shared_across_registries_agree_on_priority():
+    """Rules, launch-command checks and session findings share one priority table (ordering
+    incidents): an id in two of them with different priorities would silently take one."""
+    from analyzer.rulebook.check_rules import CHECK_RULES
+    from analyzer.transcripts.diagnose import PRIORITIES as SESSION_PRIORITIES
+
+    seen: dict[str, tuple[str, int]] = {}
+    registries = [
+        ("rules/", {r.id: r.priority for r in RULES}),
+        ("check_rules", {k: r.priority for k, r in CHECK_RULES.items()}),
+        ("transcripts", SESSION_PRIORITIES),
+    ]
+    for name, table in registries:
+        for rule_id, priority in table.items():
+            if rule_id in seen:
+                other, other_priority = seen[rule_id]
+                assert priority == other_priority, f"{rule_id}: {other} and {name} disagree"
+            seen[rule_id] = (name, priority)
