@@ -100,6 +100,7 @@ def test_one_pasted_line_gets_an_incident(tmp_path, line, expected):
     assert root is not None, line
     if expected is not None:
         assert root.rule_class == expected
+    assert len({(e.source, e.number) for e in root.evidence}) == len(root.evidence), "a line twice"
 
 
 def test_a_traceback_cut_before_its_exception_says_so(tmp_path):

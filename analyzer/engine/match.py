@@ -117,7 +117,9 @@ def _usage_matches(rule: Rule, log: ScannedLog) -> Iterator[Match]:
             continue
         found = _search(rule, dump.error.body)
         if found:
-            yield _match(rule, dump.error, found, (dump.first, dump.error), ())
+            # an error line alone (no usage text above it) is the dump's first line too
+            evidence = (dump.error,) if dump.first.number == dump.error.number else (dump.first, dump.error)
+            yield _match(rule, dump.error, found, evidence, ())
 
 
 def _log_matches(rule: Rule, log: ScannedLog) -> Iterator[Match]:
