@@ -198,3 +198,17 @@ def test_command_is_reconstructed_from_server_args():
         "python -m sglang.launch_server --model-path '/models/Kimi K2' "
         "--speculative-algorithm EAGLE3 --tp-size 8 --trust-remote-code"
     )
+
+
+def test_invalid_choice_reads_the_choices_argparse_printed(tmp_path):
+    """The user's release printed its own choices; the catalog's release may lack one."""
+    text = USAGE + (
+        "sglang serve: error: argument --attention-backend: invalid choice: "
+        "'dual-chunk-flash-attn' (choose from 'triton', 'dual_chunk_flash_attn', 'fa3')\n"
+    )
+    command = "python -m sglang.launch_server --model-path /m --attention-backend dual-chunk-flash-attn"
+    incident = analyse(tmp_path, text, command)
+    assert incident.rule_class == "argparse_invalid"
+    assert any("SGLang spells it dual_chunk_flash_attn" in a for a in incident.advice)
+    other = analyse(tmp_path, text.replace("'dual-chunk-flash-attn'", "'sdpa'"), command)
+    assert any(a.endswith("accepts: triton, dual_chunk_flash_attn, fa3") for a in other.advice)

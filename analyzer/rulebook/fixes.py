@@ -188,14 +188,28 @@ def _fix_choice(message: str, ctx: FixContext) -> FixPlan | None:
         return None
     flag = _first_long(found["flag"].strip())
     spec = ctx.catalog.spec(flag)
-    if spec is None or not spec.choices:
+    # the choices argparse printed are those of the user's release; the catalog's may differ
+    printed = _printed_choices(message)
+    known = printed or (spec.choices if spec else ())
+    if not known:
         return FixPlan()
-    choice = _matching_choice(found["value"], spec.choices)
+    long = spec.long if spec else flag
+    choice = _matching_choice(found["value"], known)
     if choice is not None:
-        note = f"{found['value']!r} is not one of {spec.long}'s choices; SGLang spells it {choice}"
-        return FixPlan([Edit("set", spec.long, value=choice)], [note])
-    choices = ", ".join(map(str, spec.choices))
-    return FixPlan([], [f"{spec.long} accepts: {choices}"])
+        note = f"{found['value']!r} is not one of {long}'s choices; SGLang spells it {choice}"
+        return FixPlan([Edit("set", long, value=choice)], [note])
+    return FixPlan([], [f"{long} accepts: {', '.join(map(str, known))}"])
+
+
+CHOOSE_FROM = LazyPattern(r"\(choose from (?P<choices>[^()]*)\)\s*$")
+
+
+def _printed_choices(message: str) -> tuple[str, ...]:
+    """`(choose from 'a', 'b')` (3.9+ quotes them) or `(choose from a, b)`: the choices."""
+    found = CHOOSE_FROM.search(message)
+    if not found:
+        return ()
+    return tuple(c.strip().strip("'\"") for c in found["choices"].split(",") if c.strip())
 
 
 @cache
