@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 
 from analyzer.core.lazy_pattern import LazyPattern
-from analyzer.core.model import Incident, Line, Traceback
+from analyzer.core.model import Frame, Incident, Line, Traceback
 
 CLIENT_RULE = "client-error"
 REFUSED_RULE = "request-refused"
@@ -104,7 +104,7 @@ def named_client(traceback: Traceback) -> str | None:
     return None if any(m in entry.file for m in LIBRARY_CODE) else entry.file.rsplit("/", 1)[-1]
 
 
-def _frames(traceback: Traceback) -> list:
+def _frames(traceback: Traceback) -> list[Frame]:
     return [f for tb in (*traceback.chain, traceback) for f in tb.frames]
 
 

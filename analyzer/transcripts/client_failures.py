@@ -68,6 +68,11 @@ PLUMBING = frozenset(
      "bash", "sh", "zsh", "ssh", "docker", "kubectl"}
 )  # fmt: skip
 LAUNCHERS = frozenset({"torchrun", "accelerate", "deepspeed", "mpirun", "srun"})
+# installing and building are the environment's business, not a client's
+SETUP_TOOLS = frozenset(
+    {"pip", "pip3", "apt", "apt-get", "git", "conda", "mamba", "make", "cmake", "ninja",
+     "nvcc", "nvidia-smi", "huggingface-cli", "hf"}
+)  # fmt: skip
 MAX_FAILURES = 100
 MAX_EVIDENCE = 8
 
@@ -80,6 +85,8 @@ def in_call(call: ShellCall, level: shell.Level, rules: Sequence[Rule]) -> list[
     commands = [c for pipeline in simple_pipelines(level) for c, _ in pipeline]
     programs = {shell.program(c) for c in commands}
     client = runner(commands)
+    if client in SETUP_TOOLS:
+        return []
     found = _tracebacks(lines, call.ref, client)
     if programs & HTTP_TOOLS:
         looped = any(c.values and c.values[0] in LOOPS for c in commands)
@@ -109,6 +116,8 @@ def runner(commands: list[shell.Command]) -> str | None:
             continue
         words = command.values[index:]
         base = shell.basename(words[0])
+        if base in LOOPS or base == "done":
+            continue
         if PYTHON.fullmatch(base) or base in LAUNCHERS or base in ("uv", "conda"):
             target = _python_target(words)
             if target:
