@@ -23,6 +23,7 @@ from analyzer.core.model import (
 )
 from analyzer.core.read import TextInput, open_inputs
 from analyzer.engine import incident as incidents_stage
+from analyzer.engine.clients import PRIORITIES as CLIENT_PRIORITIES
 from analyzer.engine.correct import choose_command, propose
 from analyzer.engine.link import link, site_flags
 from analyzer.engine.literal_scan import LiteralFinder, finder_for, scan_chunks
@@ -330,6 +331,7 @@ def _finish(
 ) -> Report:
     alone = {r.id for r in context.rules if r.alone}
     priorities = {r.id: r.priority for r in [*context.rules, *CHECK_RULES.values()]}
+    priorities.update(CLIENT_PRIORITIES)
     if any(s.kind.startswith("transcript") for s in summaries):
         from analyzer.transcripts.diagnose import PRIORITIES as SESSION_PRIORITIES
 
@@ -387,13 +389,18 @@ def _analyze_transcript(
     transcript-level findings and the timeline."""
     # imported here: a log (the common case) never pays for the transcript readers
     from analyzer.transcripts.attempts import build_session
+    from analyzer.transcripts.client_failures import client_incidents
     from analyzer.transcripts.diagnose import diagnose
     from analyzer.transcripts.logview import scan_view
     from analyzer.transcripts.reading import read_transcript
 
     summary.kind = kind
     transcript = read_transcript(text_input, kind, context.options.session)
-    session = build_session(transcript.events, context.catalog.takes_value)
+    # the client_error line rules also read the output of the clients the session ran
+    client_rules = [
+        r for r in context.rules if r.rule_class == "client_error" and r.scope == "line"
+    ]
+    session = build_session(transcript.events, context.catalog.takes_value, client_rules)
     summary.lines = transcript.lines
     summary.notes.extend([*transcript.notes, *session.notes])
     if not session.attempts:
@@ -406,6 +413,7 @@ def _analyze_transcript(
     triggers = [*all_triggers(context.rules), *MARKERS]
     view_only = {r.id for r in context.rules if r.scope == "log" and r.alone}
     found: dict[int, list[Incident]] = {}
+    clients: list[Incident] = []  # a client's failure found in a log view
     tail: list[Line] = []
     for attempt in session.attempts:
         launch = [Line(text_input.path, 0, attempt.launch.text, attempt.launch.text)]
@@ -418,6 +426,9 @@ def _analyze_transcript(
             # warnings stay out: an attempt's incidents decide that it failed
             kept = [i for i in found_here if i.rule not in view_only and not _is_warning(i)]
             incidents.extend(kept)
+            for finding in [i for i in found_here if _is_client_finding(i)]:
+                finding.attempt = attempt.number
+                clients.append(finding)
             if kept or not tail:
                 tail = log.tail
         if any(i.rule != "unknown" for i in incidents):
@@ -428,7 +439,12 @@ def _analyze_transcript(
         found[attempt.number] = incidents
     diagnosis = diagnose(session, found, text_input.path, context.catalog.canonical)
     everything = [i for number in sorted(found) for i in found[number]] + diagnosis.incidents
+    everything += client_incidents(session, clients, text_input.path)
     return everything, diagnosis.timeline, tail
+
+
+def _is_client_finding(incident: Incident) -> bool:
+    return incident.rule_class == "client_error" and incident.severity == "info"
 
 
 def _per_attempt(incidents: list[Incident], step, by_ref: bool) -> list[Incident]:
@@ -448,13 +464,16 @@ def _decisive_ref(incident: Incident) -> str | None:
 
 
 def _classified(timeline: list[Attempt], incidents: list[Incident]) -> list[Attempt]:
-    """Each attempt's class is that of its first incident in the report's order."""
+    """Each attempt's class is that of its first incident in the report's order (a
+    client's failure during it is no class of the attempt's)."""
     for attempt in timeline:
         attempt.rule_class = next(
             (
                 i.rule_class
                 for i in incidents
-                if i.attempt == attempt.number and i.source == attempt.source
+                if i.attempt == attempt.number
+                and i.source == attempt.source
+                and i.severity != "info"
             ),
             None,
         )

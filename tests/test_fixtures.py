@@ -58,16 +58,21 @@ def test_fixture_meets_its_expectation(case):
 def assert_no_server_incident(report, client: str | None) -> None:
     """`class = "none"`: no fatal or error incident (warnings and info findings may be
     there: a deprecated flag, shutdown noise). `client_error = "..."`: a client failed next
-    to a healthy server; if the analyzer reports that failure, it is a `client_error` of
-    severity info naming the client (a program or script named in the sidecar's text)."""
+    to a healthy server; the analyzer reports that failure as a `client_error` of severity
+    info naming the client (a program or script named in the sidecar's text), and the
+    verdict says so."""
     serious = [(i.rule_class, i.severity) for i in report.incidents if i.severity in SERIOUS]
     assert serious == [], serious
     if not [i for i in report.incidents if i.severity != "info"]:
         assert report.verdict in ("no incident", "client_error")
-    for finding in [i for i in report.incidents if i.rule_class == "client_error"]:
+    findings = [i for i in report.incidents if i.rule_class == "client_error"]
+    for finding in findings:
         assert finding.severity == "info"
         if client is not None:
             assert any(name in finding.title for name in client_names(client)), finding.title
+    if client is not None:
+        assert findings, "the client's failure is not reported"
+        assert report.verdict == "client_error"
 
 
 SERIOUS = ("fatal", "error")

@@ -52,7 +52,8 @@ FORMS = (
         ),
     ),
     PrefixForm("docker-compose", regex.compile(r"^[A-Za-z0-9][\w.-]*\s*\| ?")),
-    PrefixForm("torchrun", regex.compile(r"^\[(?:rank|default)\d+\]: ?")),
+    # torchrun prefixes the ranks' lines, never its elastic agent's: a share is enough
+    PrefixForm("torchrun", regex.compile(r"^\[(?:rank|default)\d+\]: ?"), anywhere=True),
     PrefixForm(
         "grep-file-number",
         regex.compile(r"^(?P<file>[\w./~-]*\w\.\w+)[:-](?P<number>\d+)(?::|-(?!\d))"),

@@ -4,7 +4,8 @@ An incident is judged by what follows it in the same input, whichever rule made 
 
 - a client's traceback (its frames are in `sglang.bench_serving` / `sglang/benchmark/` or a
   user's script, none in the server's `sglang/srt/`) becomes a `client_error` finding of
-  severity info that names the client;
+  severity info that names the client (engine/clients.py), and the requests SGLang refused
+  (400, 413, 422 access lines) one `client_error` finding of the http client's;
 - an error followed by serving (`Decode batch`, `Prefill batch`, `" 200 OK` access lines)
   before any sign of death (`... hit an exception`, `Received sigquit`, a child that
   `crashed with exit code`) or a restart (a new `server_args` record) is one the server
@@ -15,7 +16,8 @@ An incident is judged by what follows it in the same input, whichever rule made 
 Stop, death and restart lines are among the lines the scan keeps (their literals are added
 to the rules' triggers). Serving lines are too many to keep: `WatchedInput` sees every byte
 chunk the scanner reads (so a log is usually read once) and keeps the first and last serving
-line of each segment of about 64 KiB. When an
+line of each segment of about 64 KiB, and the first refused requests (a flood of them never
+crowds out the lines the rules need). When an
 error sits between two serving lines of one segment, that segment's lines are read again
 to find the first serving line after it (stdin cannot be read again: the severity stays).
 """
@@ -28,6 +30,14 @@ from dataclasses import dataclass, field
 
 from analyzer.core.model import Incident, Line, ScannedLog, Traceback
 from analyzer.core.read import TextInput
+from analyzer.engine.clients import (
+    CLIENT_GONE,
+    REFUSED,
+    REFUSED_MARK,
+    client_incident,
+    client_of,
+    refused_finding,
+)
 from analyzer.engine.scan import SERVER_ARGS_MARKERS
 from analyzer.sglang.log_format import split_prefix
 
@@ -43,16 +53,12 @@ DEATHS = ("hit an exception", "Received sigquit", "SIGQUIT received", "crashed w
 KINDS = {"stop": STOPS, "death": DEATHS, "restart": SERVER_ARGS_MARKERS}
 SEGMENT_BYTES = 64 * 1024
 SEGMENT_LINES = 256
-# a traceback is the server's when one of its frames runs server code
-SERVER_CODE = ("sglang/srt/", "sglang/launch_server.py", "sglang/cli/")
-# SGLang's HTTP clients: their failures are the benchmark's, not the server's
-CLIENT_CODE = {
-    "sglang/bench_serving.py": "sglang.bench_serving",
-    "sglang/benchmark/": "sglang.bench_serving",
-}
-LIBRARY_CODE = ("site-packages", "dist-packages", "<frozen", "/lib/python", "<string>")
-CLIENT_RULE = "client-error"
 _SERVING_BYTES = tuple(m.encode() for m in SERVING)
+_REFUSED_BYTES = REFUSED_MARK.encode()
+_GONE_BYTES = CLIENT_GONE.encode()
+# refused requests shown as evidence, and counted before the count says "at least"
+REFUSED_SHOWN = 5
+REFUSED_COUNTED = 1000
 # literals the scan keeps as candidate lines (the pipeline adds them to the rules' triggers)
 MARKERS = tuple(m for markers in KINDS.values() for m in markers)
 
@@ -81,6 +87,10 @@ class LifeSigns:
         default_factory=lambda: {kind: [] for kind in KINDS}
     )
     lines: int = 0
+    # the first requests SGLang refused (access lines) and how many were counted
+    refused: list[tuple[int, str]] = field(default_factory=list)
+    refused_count: int = 0
+    _previous: str = ""
     # the input's lines again, for a question the segments cannot answer (None: stdin)
     reread: Callable[[], Iterable[tuple[int, str]]] | None = None
     _carry: bytes = b""
@@ -105,7 +115,15 @@ class LifeSigns:
             segment.last = number
             if _serves(text):
                 segment.serves(number, text)
-            self.lines = number
+            elif REFUSED_MARK in text and CLIENT_GONE not in self._previous:
+                self._refused(number, text)
+            self.lines, self._previous = number, text
+
+    def _refused(self, number: int, text: str) -> None:
+        if self.refused_count < REFUSED_COUNTED and REFUSED.search(text):
+            self.refused_count += 1
+            if len(self.refused) < REFUSED_SHOWN:
+                self.refused.append((number, text))
 
     def _block(self, data: bytes, end: int) -> None:
         """Whole lines data[:end], a segment at a time."""
@@ -130,6 +148,20 @@ class LifeSigns:
             segment.serves(segment.first + data.count(b"\n", start, first), _line_at(data, first))
             segment.serves(segment.last - data.count(b"\n", last, end - 1), "")
         self.segments.append(segment)
+        self._refused_in(data, start, end, segment.first)
+
+    def _refused_in(self, data: bytes, start: int, end: int, first: int) -> None:
+        """The refused requests among the segment's lines (none looked for past the count)."""
+        counted, number = start, first
+        at = data.find(_REFUSED_BYTES, start, end) if self.refused_count < REFUSED_COUNTED else -1
+        while at >= 0 and self.refused_count < REFUSED_COUNTED:
+            number += data.count(b"\n", counted, at)
+            counted = at
+            begin = data.rfind(b"\n", 0, at) + 1
+            if data.find(_GONE_BYTES, data.rfind(b"\n", 0, max(begin - 1, 0)) + 1, begin) < 0:
+                self._refused(number, _line_at(data, at))
+            line_end = data.find(b"\n", at, end)
+            at = data.find(_REFUSED_BYTES, line_end, end) if line_end >= 0 else -1
 
     def mark(self, lines: Iterable[Line]) -> None:
         """The stop, death and restart lines among the lines the scan kept."""
@@ -211,11 +243,15 @@ def judge(incidents: list[Incident], log: ScannedLog, signs: LifeSigns) -> list[
         if incident.severity not in ("fatal", "error"):
             judged.append(incident)
             continue
-        client = _client_of(_traceback_at(log, incident.line))
+        client = client_of(_traceback_at(log, incident.line))
         if client is not None:
             judged.append(client_incident(incident, client))
             continue
         judged.append(_survived(incident, log.summary.path, signs))
+    if signs.refused:
+        shown = [split_prefix(log.summary.path, n, t) for n, t in signs.refused]
+        capped = signs.refused_count >= REFUSED_COUNTED
+        judged.append(refused_finding(shown, signs.refused_count, capped))
     return judged
 
 
@@ -255,40 +291,6 @@ def _lowered(incident: Incident, severity: str, why: str, shown: Line | None) ->
     return dataclasses.replace(
         incident, severity=severity, explanation=incident.explanation + why, evidence=evidence
     )
-
-
-def client_incident(incident: Incident, client: str) -> Incident:
-    """A client's failure as its own finding: info, naming the client, no server fix."""
-    return dataclasses.replace(
-        incident,
-        rule_class="client_error",
-        rule=CLIENT_RULE,
-        title=f"A client failed, not the server: {client}",
-        severity="info",
-        offending_flags=[],
-        explanation=f"{client} failed: {incident.explanation} This is the client's error; "
-        "nothing here shows the server failing.",
-        advice=[f"Fix {client}'s own input or code and run it again; the server needs no change."],
-        corrected_command=None,
-        edits=[],
-    )
-
-
-def _client_of(traceback: Traceback | None) -> str | None:
-    """The client a traceback belongs to: SGLang's benchmark or a user's script."""
-    if traceback is None or not traceback.frames:
-        return None
-    frames = [f for tb in (*traceback.chain, traceback) for f in tb.frames]
-    if any(marker in f.file for f in frames for marker in SERVER_CODE):
-        return None
-    for frame in frames:
-        for marker, client in CLIENT_CODE.items():
-            if marker in frame.file:
-                return client
-    entry = traceback.frames[0]  # a script run as `python script.py` starts at its <module>
-    if entry.function != "<module>" or "sglang" in entry.file:
-        return None
-    return None if any(m in entry.file for m in LIBRARY_CODE) else entry.file.rsplit("/", 1)[-1]
 
 
 def _traceback_at(log: ScannedLog, number: int) -> Traceback | None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import shlex
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -25,9 +25,10 @@ import regex
 
 from analyzer.core.model import Line
 from analyzer.engine.scan import MAX_STATED_VERSIONS
+from analyzer.rulebook.vocabulary import Rule
 from analyzer.sglang.launch_command import parse_launch_command
 from analyzer.sglang.log_format import stated_version
-from analyzer.transcripts import diagnostics, shell
+from analyzer.transcripts import client_failures, diagnostics, shell
 from analyzer.transcripts.command_reading import (
     ENTRY_MODULES,
     HELP_FLAGS,
@@ -47,7 +48,14 @@ from analyzer.transcripts.command_reading import (
 )
 from analyzer.transcripts.diagnostics import NumberedLine
 from analyzer.transcripts.model import Event, FileWrite, ShellCall, UserMessage
-from analyzer.transcripts.session import Attempt, Launch, LogView, Observation, Session
+from analyzer.transcripts.session import (
+    Attempt,
+    ClientFailure,
+    Launch,
+    LogView,
+    Observation,
+    Session,
+)
 
 TakesValue = Callable[[str], "bool | None"]
 _Seen = TypeVar("_Seen", Observation, LogView)
@@ -138,8 +146,14 @@ class _Script:
 class SessionBuilder:
     """Consumes events in order; keeps only attempts and their bounded evidence."""
 
-    def __init__(self, takes_value: TakesValue | None = None) -> None:
+    def __init__(
+        self, takes_value: TakesValue | None = None, client_rules: Sequence[Rule] = ()
+    ) -> None:
         self.takes_value = takes_value
+        self.client_rules = client_rules
+        self.clients: list[ClientFailure] = []
+        self.answered: int | None = None
+        self.views_added = 0
         self.attempts: list[Attempt] = []
         self.scripts: dict[str, _Script] = {}
         self.made_dirs: set[str] = set()
@@ -160,11 +174,14 @@ class SessionBuilder:
     def finish(self) -> Session:
         if len(self.attempts) >= MAX_ATTEMPTS:
             self.notes.append(f"only the first {MAX_ATTEMPTS} launches were followed")
-        return Session(self.attempts, self.notes, self.made_dirs, self.stated_versions)
+        session = Session(self.attempts, self.notes, self.made_dirs, self.stated_versions)
+        session.clients, session.answered = self.clients, self.answered
+        return session
 
     # ---- events
 
     def _user(self, message: UserMessage) -> None:
+        self._clients(client_failures.in_message(message))
         if self.attempts and len(message.text) <= 500 and USER_REPORT.search(message.text):
             number = message.line if message.line is not None else 1
             self._observe(
@@ -189,8 +206,17 @@ class SessionBuilder:
         if launch is not None:
             attempt = Attempt(len(self.attempts) + 1, launch, gpus_before=self.last_gpus)
             self.attempts.append(attempt)
+        views = self.views_added
         self._read_output(call, level, launch)
+        if launch is None and self.views_added == views:
+            self._clients(client_failures.in_call(call, level, self.client_rules))
         self._note_versions(call)
+
+    def _clients(self, found: list[ClientFailure]) -> None:
+        for failure in found[: client_failures.MAX_FAILURES - len(self.clients)]:
+            failure.attempt = len(self.attempts) or None
+            failure.seq = self._tick()
+            self.clients.append(failure)
 
     def _note_versions(self, call: ShellCall) -> None:
         """Versions the session saw: pip output, or `print(sglang.__version__)`'s answer."""
@@ -415,6 +441,8 @@ class SessionBuilder:
                 poll = diagnostics.parse_health(text, looped, call.exit_code, lines)
                 claimed.update(n for n, _ in poll.lines)
                 self._observe(_seen("health", poll, poll.lines, call, text))
+                if poll.ok and not self.attempts:
+                    self.answered = self._tick()
             elif program in ("dmesg", "journalctl"):
                 kills = diagnostics.kernel_kills(lines)
                 if kills:
@@ -513,6 +541,7 @@ class SessionBuilder:
         if len(attempt.views) >= MAX_VIEWS:
             attempt.dropped_views += 1
             return
+        self.views_added += 1
         if len(view.lines) > MAX_VIEW_LINES:
             tail = deque(view.lines, maxlen=MAX_VIEW_LINES - VIEW_HEAD_LINES)
             view.lines = [*view.lines[:VIEW_HEAD_LINES], *tail]
@@ -526,9 +555,12 @@ class SessionBuilder:
             attempt.observations.append(self._next(observation))
 
     def _next(self, seen: _Seen) -> _Seen:
-        self.seq += 1
-        seen.seq = self.seq
+        seen.seq = self._tick()
         return seen
+
+    def _tick(self) -> int:
+        self.seq += 1
+        return self.seq
 
 
 def _seen(
@@ -539,9 +571,14 @@ def _seen(
     return Observation(kind, data, lines, call.ref, call.timestamp, text, first)
 
 
-def build_session(events: Iterable[Event], takes_value: TakesValue | None = None) -> Session:
-    """Follow every launch in the events, oldest first."""
-    builder = SessionBuilder(takes_value)
+def build_session(
+    events: Iterable[Event],
+    takes_value: TakesValue | None = None,
+    client_rules: Sequence[Rule] = (),
+) -> Session:
+    """Follow every launch in the events, oldest first; `client_rules` (the client_error
+    line rules) also read the output of the clients the session ran."""
+    builder = SessionBuilder(takes_value, client_rules)
     for event in events:
         builder.feed(event)
     return builder.finish()

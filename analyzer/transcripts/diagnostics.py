@@ -288,7 +288,8 @@ def parse_health(
         if text.strip() == "000":
             return HealthPoll(command, False, "no HTTP answer (000)", [(number, text)])
         if status:
-            ok = status["status"].startswith("2")
+            # a 4xx is an answer: the server was there to refuse the request
+            ok = status["status"][0] in "234"
             return HealthPoll(command, ok, f"HTTP {status['status']}", [(number, text)])
         if text.lstrip().startswith(("{", "[")) or HEALTHY_WORDS.match(text.strip()):
             return HealthPoll(command, True, "the server answered", [(number, text)])

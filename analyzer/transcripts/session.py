@@ -107,9 +107,32 @@ class Attempt:
 
 
 @dataclass
+class ClientFailure:
+    """A client the session ran (or the user pasted) that failed: its name, how, the lines.
+
+    `unreachable`: it only could not reach the server, which makes it the client's failure
+    only if the server answered after it (`seq`); `refused`: the server answered that the
+    request was wrong. `attempt` is the launch it ran under."""
+
+    client: str
+    what: str
+    decisive: NumberedLine
+    lines: list[NumberedLine]
+    ref: str | None
+    command: str = ""
+    unreachable: bool = False
+    refused: bool = False
+    attempt: int | None = None
+    seq: int = 0
+
+
+@dataclass
 class Session:
     attempts: list[Attempt]
     notes: list[str]
     made_dirs: set[str]
     # versions the session's commands printed (pip, sglang.__version__), in order
     stated_versions: list[tuple[str, Line]] = field(default_factory=list)
+    clients: list[ClientFailure] = field(default_factory=list)
+    # the `seq` of the last poll the server answered while the session had launched nothing
+    answered: int | None = None
