@@ -1,5 +1,5 @@
-"""Every fix function a rule can name with `fix = "..."`, by name: one registry for both
-the fixes of failures (fixes.py) and of silent misconfigurations (intent_fixes.py)."""
+"""Every fix function a rule can name with `fix = "..."`, by name: one registry for the
+fixes of failures (fixes.py, json_fixes.py) and of silent misconfigurations (intent_fixes.py)."""
 
 from __future__ import annotations
 
@@ -8,5 +8,10 @@ from collections.abc import Callable
 from analyzer.core.model import Finding
 from analyzer.rulebook.fixes import FLAG_FIXES, FixContext, FixPlan
 from analyzer.rulebook.intent_fixes import INTENT_FIXES
+from analyzer.rulebook.json_fixes import JSON_FIXES
 
-FIXES: dict[str, Callable[[Finding, FixContext], FixPlan]] = {**FLAG_FIXES, **INTENT_FIXES}
+FIXES: dict[str, Callable[[Finding, FixContext], FixPlan]] = {
+    **FLAG_FIXES,
+    **JSON_FIXES,
+    **INTENT_FIXES,
+}
