@@ -33,7 +33,7 @@ from analyzer.engine.scan import scan_lines
 from analyzer.engine.survival import MARKERS, LifeSigns, judge, signs_of_lines, watched
 from analyzer.rulebook.check_rules import CHECK_RULES
 from analyzer.rulebook.command_checks import check_command
-from analyzer.rulebook.features import frame_flags
+from analyzer.rulebook.features import traceback_flags
 from analyzer.rulebook.vocabulary import Rule, all_triggers, load_rules
 from analyzer.sglang.catalog import FlagCatalog, all_catalogs, load_catalog
 from analyzer.sglang.releases import by_messages, choose_for_text, choose_version
@@ -246,7 +246,7 @@ def _fallback(log: ScannedLog, context: _Context, launch: list[Line] | None) -> 
         before_line=line.number,
     )
     flags = site_flags(found.site, context.catalog, choice.command if choice else None)
-    flags += [f for f in frame_flags(log.tracebacks[-1]) if f not in flags]
+    flags += [f for f in traceback_flags(log.tracebacks[-1]) if f not in flags]
     return incidents_stage.fallback_incident(log, found, reported_flags(flags, context.catalog))
 
 
@@ -306,8 +306,8 @@ def _incident(
     )
     proposal = propose(finding, rule, choice, context.catalog, log.server_args)
     flags = [*finding.flags, *(f for f in proposal.flags if f not in finding.flags)]
-    # the features whose code the traceback ran through (analyzer/catalogs/features.toml)
-    flags.extend(f for f in frame_flags(_traceback_of(match, log)) if f not in flags)
+    # the features the traceback ran through or names (analyzer/catalogs/features.toml)
+    flags.extend(f for f in traceback_flags(_traceback_of(match, log)) if f not in flags)
     explanation = finding.explanation
     found = _raise_site(match, context)
     if found is not None:

@@ -9,7 +9,7 @@ import pytest
 
 from analyzer.core.model import Frame, Line, Traceback
 from analyzer.pipeline import analyze
-from analyzer.rulebook.features import features, frame_flags, phrase_flags
+from analyzer.rulebook.features import features, frame_flags, phrase_flags, traceback_flags
 from analyzer.sglang.catalog import all_catalogs, load_catalog
 from analyzer.sglang.error_catalog import load_error_catalog, shipped_error_versions
 from analyzer.sglang.flag_history import shipped_history
@@ -29,9 +29,11 @@ def test_every_feature_names_flags_of_the_newest_release_as_it_spells_them(featu
 @pytest.mark.parametrize("feature", [f for f in features() if f.phrases], ids=lambda f: f.flags[0])
 def test_every_phrase_is_how_sglang_names_the_feature(feature):
     """A phrase is backed by a shipped release: a raise site whose message holds it reads one
-    of the feature's flags; else the feature's own code (frames) backs the entry."""
+    of the feature's flags, or the flag's own help says it; else the feature's own code
+    (frames) backs the entry."""
     history = shipped_history()
-    backed = set()
+    helps = " ".join(load_catalog().spec(f).help.lower() for f in feature.flags)
+    backed = {p for p in feature.phrases if p in helps}
     for version in shipped_error_versions():
         catalog = load_catalog(version)
         for site in load_error_catalog(version).entries:
@@ -109,3 +111,25 @@ def test_a_cuda_error_line_names_the_feature_its_traceback_ran_through(tmp_path:
     root = analyze([str(log)]).incidents[0]
     assert root.rule_class == "cuda_error"
     assert root.offending_flags == ["--enable-deterministic-inference"]
+
+
+def test_an_exception_message_names_its_features_whatever_the_rule(tmp_path: Path):
+    """A frameless exception line names --reasoning-parser by SGLang's own phrase for it."""
+    line = (
+        "ValueError: think_end_token '</think>' must encode to exactly one token for "
+        "constrained reasoning."
+    )
+    lone = Traceback((Line("x.log", 1, line, line),), (), "ValueError", line.split(": ", 1)[1])
+    assert traceback_flags(lone) == ["--reasoning-parser"]
+    assert traceback_flags(None) == []
+
+
+def test_a_request_too_long_for_the_context_names_context_length(tmp_path: Path):
+    log = tmp_path / "client.log"
+    log.write_text(
+        '{"object":"error","message":"The input (61709 tokens) is longer than the model\'s '
+        'context length (40960 tokens).","type":"BadRequestError","param":null,"code":400}\n'
+    )
+    (finding,) = analyze([str(log)]).incidents
+    assert (finding.rule_class, finding.severity) == ("client_error", "info")
+    assert finding.offending_flags == ["--context-length"]

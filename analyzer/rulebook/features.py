@@ -4,6 +4,8 @@
 SGLang's messages call them (`Currently HybridAttentionBackend does not support speculative
 decoding.` names two) and the code that only runs with them on (a traceback through
 `batch_invariant_ops/` ran with --enable-deterministic-inference). Read on first use.
+Phrases link the text of a rule's flags group and any traceback's exception message;
+frames any traceback's.
 """
 
 from __future__ import annotations
@@ -104,6 +106,14 @@ def frame_flags(traceback: Traceback | None) -> list[str]:
         if feature.frames and any(feature.ran_in(list(p.frames)) for p in parts)
         for flag in feature.flags
     )
+
+
+def traceback_flags(traceback: Traceback | None) -> list[str]:
+    """The features a traceback ran through, then those its exception messages name."""
+    if traceback is None:
+        return []
+    named = (f for p in (traceback, *traceback.chain) for f in phrase_flags(p.exception_message))
+    return _unique([*frame_flags(traceback), *named])
 
 
 def _unique(flags: Iterable[str]) -> list[str]:

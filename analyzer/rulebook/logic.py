@@ -273,6 +273,20 @@ def stalled_phase(match: Match, log: ScannedLog) -> dict[str, str] | None:
     return {"phase": earliest, "phase_text": STALL_TEXT[earliest], "behind": note}
 
 
+def pipeline_stages(match: Match, log: ScannedLog) -> dict[str, str] | None:
+    """A hang under pipeline parallelism: the rank labels name the stages (scheduler's
+    logger prefix holds ` PP{pp_rank}` only when pp_size > 1), and each stage waits on the
+    previous one's activations every step, so one stalled stage hangs all after it."""
+    lines = (match.line, *log.tail)
+    if not any(kind == "PP" for line in lines for kind, _ in line.ranks):
+        return {"extra_flags": "", "stages": ""}
+    return {
+        "extra_flags": "--pp-size",
+        "stages": " The ranks are pipeline stages (PPn): a stage that stalls or dies leaves "
+        "every later stage waiting for its activations until the watchdog fires.",
+    }
+
+
 # scheduler.py / detokenizer_manager.py / tokenizer_manager.py log f"{Name} hit an exception: {traceback}"
 WRAPPER = LazyPattern(r"\b(?P<process>\w+) hit an exception: ")
 HTTP_FRAMEWORKS = ("/uvicorn/", "/starlette/", "/fastapi/")
@@ -301,6 +315,7 @@ def raising_frame(match: Match, log: ScannedLog) -> dict[str, str] | None:
 
 LOGIC: dict[str, Callable[[Match, ScannedLog], dict[str, str] | None]] = {
     "stalled_phase": stalled_phase,
+    "pipeline_stages": pipeline_stages,
     "failing_check": failing_check,
     "model_load_flags": model_load_flags,
     "proxy_hint": proxy_hint,
