@@ -73,6 +73,11 @@ def test_a_traceback_through_a_features_code_names_its_flag():
         ("constrained/reasoner_grammar_backend.py", "__init__"),
     )
     assert frame_flags(reasoner) == ["--reasoning-parser"]
+    mixed = _traceback(
+        ("managers/scheduler.py", "get_new_batch_prefill"),
+        ("managers/schedule_batch.py", "mix_with_running"),
+    )
+    assert frame_flags(mixed) == ["--enable-mixed-chunk"]
     assert frame_flags(_traceback(("layers/linear.py", "forward"))) == []
     assert frame_flags(None) == []
 
