@@ -19,13 +19,14 @@ from analyzer.core.model import (
     Match,
     Report,
     ScannedLog,
+    Traceback,
     severity_rank,
 )
 from analyzer.core.read import TextInput, open_inputs
 from analyzer.engine import incident as incidents_stage
 from analyzer.engine.clients import PRIORITIES as CLIENT_PRIORITIES
 from analyzer.engine.correct import choose_command, propose
-from analyzer.engine.link import link, site_flags
+from analyzer.engine.link import link, reported_flags, site_flags
 from analyzer.engine.literal_scan import LiteralFinder, finder_for, scan_chunks
 from analyzer.engine.match import match_rules
 from analyzer.engine.redact import redact_report
@@ -33,9 +34,10 @@ from analyzer.engine.scan import scan_lines
 from analyzer.engine.survival import MARKERS, LifeSigns, judge, signs_of_lines, watched
 from analyzer.rulebook.check_rules import CHECK_RULES
 from analyzer.rulebook.command_checks import check_command
+from analyzer.rulebook.features import traceback_flags
 from analyzer.rulebook.vocabulary import Rule, all_triggers, load_rules
 from analyzer.sglang.catalog import FlagCatalog, all_catalogs, load_catalog
-from analyzer.sglang.releases import choose_for_text, choose_version
+from analyzer.sglang.releases import by_messages, choose_for_text, choose_version
 from analyzer.transcripts.detect import FORMAT_NAMES, detect_kind, is_transcript_folder
 
 if TYPE_CHECKING:
@@ -245,7 +247,8 @@ def _fallback(log: ScannedLog, context: _Context, launch: list[Line] | None) -> 
         before_line=line.number,
     )
     flags = site_flags(found.site, context.catalog, choice.command if choice else None)
-    return incidents_stage.fallback_incident(log, found, flags)
+    flags += [f for f in traceback_flags(log.tracebacks[-1]) if f not in flags]
+    return incidents_stage.fallback_incident(log, found, reported_flags(flags, context.catalog))
 
 
 def _raise_site(match: Match, context: _Context) -> FoundSite | None:
@@ -261,6 +264,13 @@ def _raise_site(match: Match, context: _Context) -> FoundSite | None:
     parts = (traceback, *traceback.chain)
     part = next((p for p in parts if p.exception_line == match.line), traceback)
     return find_site(part, errors)
+
+
+def _traceback_of(match: Match, log: ScannedLog) -> Traceback | None:
+    """The traceback a match is about: its own, or the one a line rule's line ends."""
+    if match.traceback is not None:
+        return match.traceback
+    return next((t for t in log.tracebacks if t.exception_line == match.line), None)
 
 
 def _command_incidents(log: ScannedLog, context: _Context) -> list[Incident]:
@@ -297,6 +307,8 @@ def _incident(
     )
     proposal = propose(finding, rule, choice, context.catalog, log.server_args)
     flags = [*finding.flags, *(f for f in proposal.flags if f not in finding.flags)]
+    # the features the traceback ran through or names (analyzer/catalogs/features.toml)
+    flags.extend(f for f in traceback_flags(_traceback_of(match, log)) if f not in flags)
     explanation = finding.explanation
     found = _raise_site(match, context)
     if found is not None:
@@ -314,7 +326,7 @@ def _incident(
         ranks=list(match.ranks),
         evidence=list(match.evidence),
         span=match.span,
-        offending_flags=flags,
+        offending_flags=reported_flags(flags, context.catalog),
         explanation=explanation,
         advice=[*proposal.notes, *(family.advice if family else finding.advice)],
         command=choice.command.render() if choice else None,
@@ -420,9 +432,13 @@ def _analyze_transcript(
         incidents: list[Incident] = []
         for view in attempt.views:
             log = scan_view(view, text_input.path, triggers)
+            here = context
+            if not choice.evidence:  # the log text shown may still name its release
+                told = by_messages(choice, log, all_catalogs())
+                here = _with_catalog(context, summary, told.version, told.reason)
             # a view is part of a log, possibly taken mid-startup: whole-log verdicts
             # (empty, ended without error) are the transcript's to make, with its evidence
-            found_here = analyze_log(log, context, launch, "transcript", signs_of_lines(view.lines))
+            found_here = analyze_log(log, here, launch, "transcript", signs_of_lines(view.lines))
             # warnings stay out: an attempt's incidents decide that it failed
             kept = [i for i in found_here if i.rule not in view_only and not _is_warning(i)]
             incidents.extend(kept)

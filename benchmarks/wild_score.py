@@ -6,7 +6,8 @@
 
 The verdict of an input is the class of its root fatal/error incident, `client_error` when
 the only finding is a client's failure, else `none`. Flags: on the cases whose sidecar names
-flags, the share where every named flag is among the root incident's `offending_flags`.
+flags, the share where every named flag is among the root incident's `offending_flags` (the
+client's failure, for a `client_error` verdict).
 Fatal precision and the per-class table count the negative corpus (fixtures/negative) too:
 of the inputs given a fatal incident, the share that really show a server failure.
 
@@ -102,8 +103,9 @@ def predict(case: Case) -> None:
     if causes:
         case.predicted = causes[0].rule_class
         case.predicted_flags = list(causes[0].offending_flags)
-    elif any(i.rule_class == "client_error" for i in report.incidents):
+    elif clients := [i for i in report.incidents if i.rule_class == "client_error"]:
         case.predicted = "client_error"
+        case.predicted_flags = list(clients[0].offending_flags)
     case.fatal = any(i.severity == "fatal" for i in report.incidents)
 
 

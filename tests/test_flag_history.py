@@ -90,3 +90,32 @@ def test_catalog_history_and_show_print_the_history():
     show = runner.invoke(app, ["catalog", "show", "--stream-output"])
     assert show.exit_code == 1
     assert "use --incremental-streaming-output (the same setting)" in show.output
+
+
+def test_an_option_is_reported_under_the_newest_releases_spelling():
+    """0.5.6.post2 lists --tensor-parallel-size first, 0.5.23 --tp-size: one name either way,
+    unless the older release does not accept the newer spelling."""
+    assert HISTORY.spelling("--tensor-parallel-size", load_catalog("0.5.6.post2")) == "--tp-size"
+    assert HISTORY.spelling("--tp", load_catalog("0.5.23")) == "--tp-size"
+    assert load_catalog("0.5.13").canonical("--smg-http-sidecar-port") is None
+    spelled = HISTORY.spelling("--grpc-http-sidecar-port", load_catalog("0.5.13"))
+    assert spelled == "--grpc-http-sidecar-port"
+    assert HISTORY.spelling("--max-model-len", load_catalog("0.5.23")) == "--max-model-len"
+
+
+def test_a_rejected_spelling_names_the_option_it_means():
+    assert HISTORY.meant("--reasoning_parser") == ["--reasoning-parser"]
+    assert HISTORY.meant("--tensor-parallel-size") == ["--tp-size"]
+    assert HISTORY.meant("--stream-output") == []  # 0.5.19 knows it by that very name
+    assert HISTORY.meant("--max-model-len") == []  # vLLM's: no release knows it
+
+
+def test_an_unrecognized_flag_is_reported_as_typed_and_as_the_option_it_means(tmp_path):
+    log = tmp_path / "run.log"
+    log.write_text(
+        "launch_server.py: error: unrecognized arguments: --reasoning_parser kimi_k2 "
+        "--max-model-len 4096\n"
+    )
+    root = analyze([str(log)]).incidents[0]
+    assert root.rule_class == "argparse_unrecognized"
+    assert root.offending_flags == ["--reasoning_parser", "--max-model-len", "--reasoning-parser"]

@@ -12,7 +12,6 @@ from analyzer.engine.raise_sites import find_site
 from analyzer.pipeline import Options, analyze
 from analyzer.rulebook.raise_site_rules import family_of, site_families
 from analyzer.rulebook.vocabulary import compile_patterns, load_rules
-from analyzer.sglang.catalog import load_catalog
 from analyzer.sglang.error_catalog import ErrorSite, load_error_catalog
 from benchmarks.raise_site_score import real_cases, score
 from tests.fixture_cases import FIXTURES
@@ -75,6 +74,41 @@ def test_an_exception_line_without_frames_is_placed_by_its_message():
     assert find_site(_lone_exception("ValueError: a: b"), errors) is None
 
 
+def test_an_older_releases_shorter_message_is_placed_with_its_function():
+    """0.4 asserted `multi-node data parallel is not supported`; 0.5.x appended `unless dp
+    attention!` to the same check. With the raising frame's function that is the site."""
+    errors = load_error_catalog("0.5.13")
+    older = "multi-node data parallel is not supported"
+    (site,) = errors.place("AssertionError", older, "check_server_args")
+    assert site.function == "ServerArgs.check_server_args"
+    assert "--enable-dp-attention" in site.condition_flags
+    assert errors.place("AssertionError", older) == []  # no frame: the message alone
+    assert errors.place("AssertionError", older, "__post_init__") == []
+    assert errors.place("AssertionError", older[:-3], "check_server_args") == []  # mid-word
+    assert errors.place("AssertionError", "multi-node data", "check_server_args") == []
+    assert errors.place("ValueError", older, "check_server_args") == []
+
+
+def test_a_message_only_older_releases_raise_names_the_release(tmp_path: Path):
+    """An exception line alone, with no other clue: the releases that raise that message."""
+    log = tmp_path / "tail.log"
+    log.write_text(
+        "ValueError: TRTLLM MHA backend for prefill is only supported on Blackwell GPUs "
+        "(SM100). Please use a different prefill backend.\n"
+    )
+    command = "python -m sglang.launch_server --model-path m --prefill-attention-backend trtllm_mha"
+    report = analyze([str(log)], Options(command=command))
+    assert report.catalog_version == "0.5.13"
+    assert "0.5.10.post1, 0.5.13 raises" in report.inputs[0].catalog_reason
+    root = report.incidents[0]
+    assert root.rule_class == "config_validation"
+    assert root.raise_site is not None and root.raise_site.file == "sglang/srt/server_args.py"
+    assert root.offending_flags == ["--prefill-attention-backend"]
+    # a message the newest release raises keeps the newest catalog, other catalogs unread
+    log.write_text(f"AssertionError: {EP_TP}\n")
+    assert analyze([str(log)]).catalog_version == "0.5.23"
+
+
 def test_a_bare_assertion_is_placed_by_its_frame_in_its_own_release():
     report = analyze([str(FIXTURES / "real" / "spec_eagle3_topk_without_steps.log")])
     root = report.incidents[0]
@@ -128,11 +162,10 @@ def test_a_message_that_moved_between_releases_is_placed_in_both(tmp_path: Path)
         found[version] = (root.raise_site.file, root.raise_site.line)
         assert root.raise_site.condition == site.condition
         assert f"because `{site.condition}`" in root.explanation or "assertion" in root.explanation
-        # each release's own spelling (0.5.6's first option string is --tensor-parallel-size)
-        flags = load_catalog(version)
-        assert {flags.canonical("--tp-size"), flags.canonical("--ep-size")} <= set(
-            root.offending_flags
-        )
+        # one spelling whichever release logged it, the newest's (0.5.6's first option
+        # string is --tensor-parallel-size; it accepts --tp-size too)
+        assert {"--tp-size", "--ep-size"} <= set(root.offending_flags)
+        assert "--tensor-parallel-size" not in root.offending_flags
     assert found == {
         "0.5.6.post2": ("sglang/srt/server_args.py", old_site.line),
         "0.5.23": ("sglang/srt/arg_groups/moe_hook.py", new_site.line),

@@ -129,6 +129,22 @@ def test_server_args_record_is_parsed_into_settings():
     assert log.server_args["tp_size"] == 8 and log.startup_began
 
 
+def test_a_server_args_record_shortened_by_hand_is_still_read():
+    """Users cut the long record with `...` when they paste it (a positional argument
+    after keywords, so the record no longer parses as written)."""
+    body = "server_args=ServerArgs(model_path='/m', tp_size=8, speculative_algorithm='EAGLE', ...)"
+    assert parse_server_args(body) == {
+        "model_path": "/m",
+        "tp_size": 8,
+        "speculative_algorithm": "EAGLE",
+    }
+    assert parse_server_args("server_args=ServerArgs(model_path='/m', ..., tp_size=2)") == {
+        "model_path": "/m",
+        "tp_size": 2,
+    }
+    assert parse_server_args("server_args=ServerArgs(model_path='/m', tp_size=") is None
+
+
 def test_candidates_keep_context_and_the_tail_is_bounded():
     lines = [f"line {i}" for i in range(100)] + ["an error here"] + ["after 1", "after 2"]
     log = scan(lines)

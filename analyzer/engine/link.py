@@ -13,8 +13,10 @@ import string
 from typing import TYPE_CHECKING
 
 from analyzer.core.model import Finding, Match
+from analyzer.rulebook.features import phrase_flags
 from analyzer.rulebook.vocabulary import Advice, Rule
 from analyzer.sglang.catalog import FlagCatalog
+from analyzer.sglang.flag_history import shipped_history
 
 if TYPE_CHECKING:
     from analyzer.sglang.error_catalog import ErrorSite
@@ -43,12 +45,14 @@ def link(match: Match, rule: Rule, catalog: FlagCatalog) -> Finding:
 
 
 def linked_flags(rule: Rule, groups: dict[str, str], catalog: FlagCatalog) -> list[str]:
-    """The rule's fixed flags, then those named in its flags group, canonical and unique."""
+    """The rule's fixed flags, then those named in its flags group (as flags, ServerArgs
+    fields or the features SGLang's messages name), canonical and unique."""
     names = list(rule.flags)
     if rule.flags_group:
         text = groups.get(rule.flags_group, "")
         names.extend(TOKEN.findall(text))
         names.extend(_phrase_dests(text, catalog))
+        names.extend(phrase_flags(text))
     flags: list[str] = []
     for name in names:
         flag = canonical_flag(name, catalog)
@@ -74,6 +78,13 @@ def site_flags(site: ErrorSite, catalog: FlagCatalog, command: LaunchCommand | N
     given = set(_canonical_all(command.flags(), catalog))
     candidates = _canonical_all((*site.condition_flags, *site.flags), catalog)
     return [flag for flag in candidates if flag in given]
+
+
+def reported_flags(flags: list[str], catalog: FlagCatalog) -> list[str]:
+    """An incident's flags as the report writes them: each option under the newest
+    release's spelling of it (`--tp-size`, also for a 0.5.6.post2 log), no duplicates."""
+    history = shipped_history()
+    return list(dict.fromkeys(history.spelling(flag, catalog) for flag in flags))
 
 
 def _canonical_all(names, catalog: FlagCatalog) -> list[str]:

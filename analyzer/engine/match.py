@@ -85,10 +85,7 @@ def _traceback_matches(rule: Rule, log: ScannedLog) -> Iterator[Match]:
 
 
 def _traceback_search(rule: Rule, traceback: Traceback):
-    frames = traceback.frames
-    if rule.frame and not any(
-        rule.frame.search(f"{f.file} {f.function}", timeout=PATTERN_TIMEOUT) for f in frames
-    ):
+    if rule.frame and not _frame_fits(rule, traceback.frames):
         return None
     if rule.code:
         last = traceback.last_frame
@@ -96,6 +93,16 @@ def _traceback_search(rule: Rule, traceback: Traceback):
             return None
     text = f"{traceback.exception_type}: {traceback.exception_message}".rstrip(": ")
     return _search(rule, text)
+
+
+def _frame_fits(rule: Rule, frames: tuple) -> bool:
+    """A frame fits the rule's `frame`; with no frames at all, only if it is `frameless`."""
+    if not frames:
+        return rule.frameless
+    return any(
+        rule.frame.search(f"{f.file} {f.function}", timeout=PATTERN_TIMEOUT)  # type: ignore[union-attr]
+        for f in frames
+    )
 
 
 def _traceback_evidence(whole: Traceback, part: Traceback) -> tuple[Line, ...]:

@@ -1,7 +1,8 @@
 """From an exception to the SGLang statement that raised it (the error catalog's site).
 
-An exception line is looked up by its message (`ErrorCatalog.match`, one Aho-Corasick
-pass over the release's literals, patterns compiled on first use); a message the catalog
+An exception line is looked up by its message (`ErrorCatalog.place`: one Aho-Corasick
+pass over the release's literals, patterns compiled on first use; an older release's
+shorter form of a message read with the raising frame's function); a message the catalog
 cannot place (a bare `AssertionError`, `raise ValueError(msg)`) by the traceback's
 innermost frame, whose file and line are release-specific (`ErrorCatalog.site_at`). A
 traceback may have no frames at all (an exception line alone): then only the message
@@ -21,8 +22,6 @@ from analyzer.sglang.error_catalog import (
     load_error_catalog,
 )
 
-# a site whose message has less fixed text than this (`{a}: {b}`) fits too many messages
-MIN_FIXED_TEXT = 12
 # a condition is quoted up to this length in an explanation (the JSON keeps it whole)
 QUOTED_CONDITION = 240
 
@@ -70,8 +69,7 @@ def find_site(traceback: Traceback, errors: ErrorCatalog) -> FoundSite | None:
     frame = traceback.last_frame
     message = traceback.exception_message.strip()
     if message:
-        found = errors.match(traceback.exception_type, message)
-        found = [s for s in found if s.specificity >= MIN_FIXED_TEXT]
+        found = errors.place(traceback.exception_type, message, frame.function if frame else None)
         if found:
             here = [s for s in found if frame and _same_file(frame.file, s.file)]
             spanning = [s for s in here if s.line <= frame.lineno <= s.end_line] if frame else []

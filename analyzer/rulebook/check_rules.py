@@ -26,12 +26,20 @@ FIX = "apply_check_edits"
 ACCEPT_LEN = LazyPattern(r"\baccept len: (?P<len>\d+(?:\.\d+)?)")
 
 
-def _rule(rule_id: str, rule_class: str, title: str, detects: str, why: str, fix: str) -> Rule:
+def _rule(
+    rule_id: str,
+    rule_class: str,
+    title: str,
+    detects: str,
+    why: str,
+    fix: str,
+    severity: str = "warning",
+) -> Rule:
     return Rule(
         id=rule_id,
         rule_class=rule_class,
         title=title,
-        severity="warning",
+        severity=severity,
         scope="log",
         doc=RuleDoc(detects, why, fix),
         path="analyzer/rulebook/command_checks.py",
@@ -104,6 +112,19 @@ CHECK_RULES: dict[str, Rule] = {
             "When the hidden sizes match nothing crashes: the draft is fed the wrong hidden "
             "states and its tokens are rejected (accept length near 1.00).",
             "Serve the draft with the algorithm it was trained for.",
+        ),
+        _rule(
+            "draft-accepts-nothing",
+            "hidden_dim_mismatch",
+            "The draft is fed the wrong hidden states: no draft token is accepted",
+            "An EAGLE-3 draft served with --speculative-algorithm EAGLE (or the reverse), from "
+            "the draft's config.json, the log or the draft's name, with accept length exactly "
+            "1.00 in every one of the last decode lines.",
+            "The target hands the draft one layer's hidden states where it was trained on three "
+            "(or the reverse); when the sizes match nothing crashes and every draft token is "
+            "rejected, so speculation only costs time.",
+            "Serve the draft with the algorithm it was trained for.",
+            severity="error",
         ),
         _rule(
             "spec-acceptance-collapsed",

@@ -9,6 +9,7 @@ from analyzer.core import bounded_json
 from analyzer.core.lazy_pattern import LazyPattern
 from analyzer.core.model import Edit, Finding, Line
 from analyzer.rulebook.check_rules import (
+    ACCEPT_LEN,
     CheckInputs,
     decode_lines,
     finding,
@@ -22,6 +23,9 @@ ARCHITECTURE = LazyPattern(r"\btype=(?P<arch>\w+)")
 # At 1.00 no draft token is ever accepted; a working EAGLE draft gives 2-4.
 COLLAPSED_ACCEPT_LEN = 1.15
 MIN_DECODE_LINES = 3
+NOTHING_ACCEPTED_LINES = 5
+# a draft folder or hub id named for its kind (`sglang-EAGLE3-LLaMA3.1-Instruct-8B`)
+EAGLE3_NAME = LazyPattern(r"(?i)eagle-?3")
 MAX_CONFIG_BYTES = 4 * 2**20  # a model's config.json is a few KiB; the path comes from a log
 MAX_DECODE_EVIDENCE = 3
 AUTO_PARAM_FLAGS = (
@@ -68,16 +72,24 @@ def check_draft_tokens(inputs: CheckInputs) -> list[Finding]:
 
 
 def check_draft_algorithm(inputs: CheckInputs) -> list[Finding]:
-    """An EAGLE-3 draft served as EAGLE (or the reverse), and accept length stuck near 1."""
+    """An EAGLE-3 draft served as EAGLE (or the reverse), and accept length stuck near 1.
+
+    With no draft token accepted at all (accept length exactly 1.00 in every recent decode
+    line) the mismatch is an error, and the draft's name is evidence enough for an EAGLE-3
+    head; otherwise it is a warning that needs the draft's config.json or the log."""
     algorithm = (inputs.value("--speculative-algorithm") or "").upper()
     if not algorithm:
         return []
     decode = decode_lines(inputs.log)
+    nothing = _nothing_accepted(decode)
     draft, weight_line = _draft_architecture(inputs)
     wanted = _algorithm_for(draft) if draft else None
+    path = inputs.value("--speculative-draft-model-path") or "the draft"
+    named = wanted is None and nothing and EAGLE3_NAME.search(path.rstrip("/").rsplit("/", 1)[-1])
+    if named:
+        wanted = "EAGLE3"
     if wanted is None or {wanted, algorithm} != {"EAGLE", "EAGLE3"}:
         return _collapsed(inputs, algorithm, decode)
-    path = inputs.value("--speculative-draft-model-path") or "the draft"
     mean = mean_accept(decode)
     if wanted == "EAGLE3":
         why = (
@@ -95,27 +107,34 @@ def check_draft_algorithm(inputs: CheckInputs) -> list[Finding]:
         if decode
         else "; expect an accept length near 1.00 in the decode lines"
     )
-    explanation = (
-        f"{path} is {draft}, an {_family(wanted)} draft, but --speculative-algorithm is "
-        f"{algorithm}: {why}{measured}."
-    )
+    family = _family(wanted)
+    kind = f"named as an {family} draft" if named else f"{draft}, an {family} draft"
+    explanation = f"{path} is {kind}, but --speculative-algorithm is {algorithm}: {why}{measured}."
     edits = [Edit("set", "--speculative-algorithm", value=wanted)]
     evidence = tuple(ln for ln in (weight_line, *decode[-MAX_DECODE_EVIDENCE:]) if ln is not None)
     typed = inputs.arguments_for("--speculative-algorithm")
     return [
         finding(
             inputs,
-            "draft-algorithm-mismatch",
+            "draft-accepts-nothing" if nothing else "draft-algorithm-mismatch",
             ["--speculative-algorithm", "--speculative-draft-model-path"],
             explanation,
-            [f"Serve {draft} with --speculative-algorithm {wanted}."],
+            [f"Serve {path if named else draft} with --speculative-algorithm {wanted}."],
             edits,
-            title=f"An {_family(wanted)} draft is served with --speculative-algorithm {algorithm}",
+            title=f"An {_family(wanted)} draft is served with --speculative-algorithm {algorithm}"
+            + (": no draft token is accepted" if nothing else ""),
             evidence=evidence,
             decisive=weight_line,
             typed=f"type={draft}" if weight_line else (typed[-1].flag if typed else None),
         )
     ]
+
+
+def _nothing_accepted(decode: list[Line]) -> bool:
+    """Accept length exactly 1.00 in each of enough decode lines: not one draft token
+    accepted (metrics_reporter prints it with two decimals; a working draft gives 2-4)."""
+    values = [float(ACCEPT_LEN.search(line.body)["len"]) for line in decode]
+    return len(values) >= NOTHING_ACCEPTED_LINES and all(v == 1.0 for v in values)
 
 
 def _collapsed(inputs: CheckInputs, algorithm: str, decode: list[Line]) -> list[Finding]:

@@ -11,6 +11,8 @@ from collections.abc import Callable
 
 from analyzer.core.lazy_pattern import LazyPattern
 from analyzer.core.model import Match, ScannedLog
+from analyzer.rulebook.features import frame_flags, named_features
+from analyzer.sglang.flag_history import shipped_history
 
 SHAPE_PAIR = LazyPattern(
     r"\((?P<a_rows>\d+)x(?P<a_cols>\d+) and (?P<b_rows>\d+)x(?P<b_cols>\d+)\)"
@@ -127,20 +129,12 @@ def memory_phase(match: Match, log: ScannedLog) -> dict[str, str] | None:
 
 # schedule_batch / mem_cache: "Prefill out of memory. Try to lower your batch size." (and Decode)
 KV_POOL_FULL = LazyPattern(r"(?:Prefill|Decode) out of memory\. Try to lower your batch size")
-# SGLang functions that only run with a feature on, and the flag that turns it on:
-# alloc_paged_token_slots_* is the allocator for page_size > 1; maybe_offload_to_cpu
-# (utils make_layers) copies layers to pinned CPU memory for --cpu-offload-gb.
-FEATURE_FRAMES = (
-    ("alloc_paged_token_slots", "--page-size"),
-    ("maybe_offload_to_cpu", "--cpu-offload-gb"),
-)
 
 
 def _memory_feature_flags(match: Match) -> str:
-    if match.traceback is None:
-        return ""
-    functions = " ".join(f.function for f in match.traceback.frames)
-    return " ".join(flag for function, flag in FEATURE_FRAMES if function in functions)
+    """The features whose code ran out of memory (--page-size's allocator, --cpu-offload-gb's
+    pinned copy: analyzer/catalogs/features.toml), for the advice."""
+    return " ".join(frame_flags(match.traceback))
 
 
 PHASE_TEXT = {
@@ -188,7 +182,9 @@ def unrecognized_flags(match: Match, log: ScannedLog) -> dict[str, str] | None:
     flags = [t.split("=", 1)[0] for t in tokens if t.startswith("-") and not _is_number(t)]
     if not flags:  # only stray words (`--switch true`: the switch took no value)
         return {"flag_list": "the stray word(s) " + ", ".join(repr(t) for t in tokens)}
-    return {"flag_list": ", ".join(flags)}
+    # what was typed, then the option each spelling names in SGLang's releases, if any
+    meant = [m for flag in flags for m in shipped_history().meant(flag)]
+    return {"flag_list": ", ".join(flags), "flag_names": " ".join([match.groups["args"], *meant])}
 
 
 def _is_number(token: str) -> bool:
@@ -203,9 +199,14 @@ FLAG_MENTION = LazyPattern(r"--[a-z][\w-]+|\b[a-z]+(?:_[a-z0-9]+)+\b")
 
 
 def two_flags(match: Match, log: ScannedLog) -> dict[str, str] | None:
-    """Only an incompatibility when the message names at least two flags."""
+    """Only an incompatibility when the message names at least two flags (as flags, as
+    ServerArgs fields, or as the features SGLang's messages name: `HybridAttentionBackend
+    does not support speculative decoding`)."""
     message = match.groups.get("message", "")
-    mentioned = set(FLAG_MENTION.findall(message))
+    mentioned = {"--" + m.lstrip("-").replace("_", "-") for m in FLAG_MENTION.findall(message)}
+    for feature in named_features(message):  # a feature of several flags counts once
+        if not mentioned & set(feature.flags):
+            mentioned.add(feature.flags[0])
     # `The arguments enable-hierarchical-cache and disable-radix-cache are mutually exclusive`
     named = set(ARGUMENT_NAMES.findall(message))
     if len(mentioned) >= 2:
@@ -272,6 +273,20 @@ def stalled_phase(match: Match, log: ScannedLog) -> dict[str, str] | None:
     return {"phase": earliest, "phase_text": STALL_TEXT[earliest], "behind": note}
 
 
+def pipeline_stages(match: Match, log: ScannedLog) -> dict[str, str] | None:
+    """A hang under pipeline parallelism: the rank labels name the stages (scheduler's
+    logger prefix holds ` PP{pp_rank}` only when pp_size > 1), and each stage waits on the
+    previous one's activations every step, so one stalled stage hangs all after it."""
+    lines = (match.line, *log.tail)
+    if not any(kind == "PP" for line in lines for kind, _ in line.ranks):
+        return {"extra_flags": "", "stages": ""}
+    return {
+        "extra_flags": "--pp-size",
+        "stages": " The ranks are pipeline stages (PPn): a stage that stalls or dies leaves "
+        "every later stage waiting for its activations until the watchdog fires.",
+    }
+
+
 # scheduler.py / detokenizer_manager.py / tokenizer_manager.py log f"{Name} hit an exception: {traceback}"
 WRAPPER = LazyPattern(r"\b(?P<process>\w+) hit an exception: ")
 HTTP_FRAMEWORKS = ("/uvicorn/", "/starlette/", "/fastapi/")
@@ -300,6 +315,7 @@ def raising_frame(match: Match, log: ScannedLog) -> dict[str, str] | None:
 
 LOGIC: dict[str, Callable[[Match, ScannedLog], dict[str, str] | None]] = {
     "stalled_phase": stalled_phase,
+    "pipeline_stages": pipeline_stages,
     "failing_check": failing_check,
     "model_load_flags": model_load_flags,
     "proxy_hint": proxy_hint,

@@ -8,6 +8,8 @@ One file per rule. The vocabulary (documented in rules/README.md):
     patterns                         `regex` patterns with named groups (any may match);
                                      group `hl`, if present, is the span highlighted
     frame, code                      traceback scope: a frame's file/function, the failing line
+    frameless                        with `frame`: an exception line pasted with no frames at
+                                     all is judged by its message alone
     requires                         context the log must have (see REQUIREMENTS)
     flags, flags_group               flags involved, fixed or read from a named group
     logic, fix                       names of one Python function each (rulelogic / fixes)
@@ -44,7 +46,7 @@ REQUIREMENTS = (
     "exited", "not_exited",
 )  # fmt: skip
 KNOWN_KEYS = {
-    "id", "class", "title", "severity", "scope", "triggers", "patterns", "frame", "code",
+    "id", "class", "title", "severity", "scope", "triggers", "patterns", "frame", "frameless", "code",
     "requires", "flags", "flags_group", "logic", "fix", "priority", "alone", "generic",
     "explanation", "advice", "doc", "cases",
 }  # fmt: skip
@@ -92,6 +94,7 @@ class Rule:
     triggers: tuple[str, ...] = ()
     patterns: tuple[LazyPattern, ...] = ()
     frame: LazyPattern | None = None
+    frameless: bool = False
     code: LazyPattern | None = None
     requires: tuple[str, ...] = ()
     flags: tuple[str, ...] = ()
@@ -192,6 +195,7 @@ def _build(data: dict[str, Any], path: str) -> Rule:
         triggers=triggers,
         patterns=patterns,
         frame=_optional_pattern(data, "frame"),
+        frameless=bool(data.get("frameless", False)),
         code=_optional_pattern(data, "code"),
         requires=_strings(data, "requires"),
         flags=_strings(data, "flags"),

@@ -35,6 +35,10 @@ CATALOG_PACKAGE = "analyzer.catalogs"
 PREFIX, SUFFIX = "errors-", ".json"
 # A pattern gets this long per message; lazy wildcards on a huge line must not hang a run.
 MATCH_TIMEOUT = 0.05
+# a site whose message has less fixed text than this (`{a}: {b}`) fits too many messages
+MIN_FIXED_TEXT = 12
+# a message shorter than this is not read as the opening of a later release's longer one
+MIN_SHORTENED = 24
 _FIELD = re.compile(r"\{[^{}]*\}")
 
 
@@ -128,6 +132,17 @@ def _fullmatch(pattern: str, text: str) -> bool:
         return False
 
 
+def _opens(template: str, text: str) -> bool:
+    """Whether `text` is the fixed opening of `template`, cut at a word boundary."""
+    fixed = template.replace("{{", "\0").split("{", 1)[0].replace("\0", "{")
+    return (
+        len(fixed) > len(text)
+        and fixed.startswith(text)
+        and not fixed[len(text)].isalnum()
+        and not text[-1].isspace()
+    )
+
+
 def exception_name(exception_type: str | None) -> str | None:
     """`sglang.srt.foo.BarError` and `BarError` name the same class in a traceback."""
     if not exception_type:
@@ -188,6 +203,29 @@ class ErrorCatalog:
         ]
         found = [site for site in found if site.matches(message)]
         return sorted(found, key=lambda s: (-s.specificity, s.file, s.line))
+
+    def place(
+        self, exception_type: str | None, message: str, function: str | None = None
+    ) -> list[ErrorSite]:
+        """The sites that printed `message`, most specific first: by the whole message, else
+        (given the raising frame's `function`) a site of that function whose fixed opening
+        starts with it, up to a word boundary. An older release than the catalog's often
+        raised the same check with a shorter message (`multi-node data parallel is not
+        supported`, later `... unless dp attention!`)."""
+        found = [s for s in self.match(exception_type, message) if s.specificity >= MIN_FIXED_TEXT]
+        if found or not function:
+            return found
+        text = message.strip()
+        if len(text) < MIN_SHORTENED:
+            return []
+        wanted = exception_name(exception_type)
+        return [
+            site
+            for site in self.entries
+            if site.function.rsplit(".", 1)[-1] == function
+            and (wanted is None or site.exception == wanted)
+            and _opens(site.message, text)
+        ]
 
     @cached_property
     def _by_basename(self) -> dict[str, list[ErrorSite]]:

@@ -90,6 +90,34 @@ class FlagHistory:
             )
         return None
 
+    def spelling(self, flag: str, current: FlagCatalog) -> str:
+        """`flag` as the newest shipped release writes the option, when `current` accepts
+        that spelling too: 0.5.6.post2-0.5.13 list `--tensor-parallel-size` first, 0.5.23
+        `--tp-size`, so one option is reported under one name whichever release logged it."""
+        spec = current.resolve(flag).spec
+        if spec is None:
+            return flag
+        newest = self.catalogs[-1] if self.catalogs else current
+        for option in spec.option_strings:
+            found = newest.resolve(option)
+            if found.kind in KNOWN and found.spec and found.spec.long in spec.option_strings:
+                return found.spec.long
+        return spec.long
+
+    def meant(self, typed: str) -> list[str]:
+        """The options a spelling argparse rejected names in the shipped releases: itself
+        in another release (an alias there), or its dashed form (`--reasoning_parser`),
+        each as the newest release that has it writes it; the typed spelling left out."""
+        flag = typed.split("=", 1)[0]
+        found: list[str] = []
+        for spelling in dict.fromkeys((flag, flag.replace("_", "-"))):
+            for catalog in reversed(self.catalogs):
+                resolution = catalog.resolve(spelling)
+                if resolution.kind in KNOWN and resolution.spec is not None:
+                    found.append(self.spelling(resolution.spec.long, catalog))
+                    break
+        return [f for f in dict.fromkeys(found) if f != flag]
+
 
 def _knows(catalog: FlagCatalog, flag: str) -> bool:
     return catalog.resolve(flag).kind in KNOWN

@@ -34,6 +34,8 @@ RAY_PREFIX = regex.compile(
 STATED_VERSION = regex.compile(
     r"\bsglang(?:==|-|\s+(?:version:?\s*)?v?)(?P<version>\d+\.\d+\.\d+(?:\.post\d+)?)\b"
 )
+# `...` standing for left-out fields of a pasted record (a positional after keywords)
+ELIDED = LazyPattern(r"(?<=[(,])\s*\.\.\.\s*(?:,|(?=\)))")
 PIP_SHOW_NAME = "Name: sglang"
 PIP_SHOW_VERSION = LazyPattern(r"^Version: (?P<version>\d+\.\d+\.\d+(?:\.post\d+)?)\s*$")
 
@@ -81,10 +83,16 @@ def parse_server_args(body: str) -> dict[str, Any] | None:
     start = body.find("ServerArgs(")
     if start < 0:
         return None
+    text = body[start:].strip()
     try:
-        call = _parse_python(body[start:].strip())
+        call = _parse_python(text)
     except SyntaxError:
-        return None
+        # a record shortened by hand: `ServerArgs(model_path='...', tp_size=8, ...)`
+        text = ELIDED.sub("", text)
+        try:
+            call = _parse_python(text)
+        except SyntaxError:
+            return None
     if not isinstance(call, ast.Call):
         return None
     settings: dict[str, Any] = {}
@@ -94,7 +102,7 @@ def parse_server_args(body: str) -> dict[str, Any] | None:
         try:
             settings[keyword.arg] = ast.literal_eval(keyword.value)
         except (ValueError, SyntaxError, TypeError, RecursionError):
-            settings[keyword.arg] = ast.get_source_segment(body[start:].strip(), keyword.value)
+            settings[keyword.arg] = ast.get_source_segment(text, keyword.value)
     return settings
 
 

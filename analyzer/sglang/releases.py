@@ -10,7 +10,9 @@ the order it is trusted:
    releases whose `__post_init__` spans line 3021 (catalogs carry these fingerprints);
 4. the options argparse's usage text lists, and the logged `server_args` fields: a release that lacks one of them did not log it;
 5. the launch flags: argparse accepted every flag it did not complain about, and it
-   rejected the ones it did.
+   rejected the ones it did;
+6. when nothing above narrowed the choice: the exception messages, placed by each
+   release's error catalog (a message reworded later names the releases that print it).
 
 Each clue narrows the shipped releases; the newest one left is chosen (also when
 there is no clue at all). A clue that would leave none is set aside: the input may
@@ -21,26 +23,33 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import regex
 
-from analyzer.core.model import Frame, Line, ScannedLog
+from analyzer.core.model import Frame, Line, ScannedLog, Traceback
 from analyzer.sglang.catalog import FlagCatalog, nearest_shipped, version_key
 from analyzer.sglang.launch_command import parse_launch_command
+
+if TYPE_CHECKING:
+    from analyzer.sglang.error_catalog import ErrorCatalog
 
 REJECTED = (
     regex.compile(r"unrecognized arguments: (?P<flags>.+)$"),
     regex.compile(r"ambiguous option: (?P<flags>--[\w-]+)"),
 )
 MIN_SERVER_ARGS_FIELDS = 20
+MESSAGE_TRACEBACKS = 3
 
 
 @dataclass(frozen=True)
 class VersionChoice:
-    """The catalog version to use, and the evidence in one phrase."""
+    """The catalog version to use, and the evidence in one phrase (`evidence` False: no
+    clue narrowed the choice, the newest was taken)."""
 
     version: str
     reason: str
+    evidence: bool = True
 
 
 @dataclass(frozen=True)
@@ -62,13 +71,23 @@ def choose_version(
         version, line = log.stated_versions[-1]
         return _stated(version, f"stated in the input (line {line.number})")
     launch = [command] if command else [ln.body for ln in log.commands]
-    clues = [
+    found = [
         _traceback_clue(log, catalogs),
         _usage_clue(log, catalogs),
         _server_args_clue(log, catalogs),
         _flags_clue(launch, _rejected_flags(log), catalogs),
     ]
-    return narrow(catalogs, [c for c in clues if c is not None])
+    choice = narrow(catalogs, [c for c in found if c is not None])
+    return choice if choice.evidence else by_messages(choice, log, catalogs)
+
+
+def by_messages(
+    choice: VersionChoice, log: ScannedLog, catalogs: Sequence[FlagCatalog]
+) -> VersionChoice:
+    """A choice no clue narrowed, narrowed by the input's exception messages (read only
+    then: the error catalogs are large, and every other clue is better evidence)."""
+    clue = _message_clue(log)
+    return narrow(catalogs, [clue]) if clue else choice
 
 
 def choose_for_text(
@@ -98,7 +117,9 @@ def narrow(catalogs: Sequence[FlagCatalog], clues: Sequence[_Clue]) -> VersionCh
             used.append(clue.reason)
     newest = max(left, key=version_key)
     if not used:
-        return VersionChoice(newest, "no version evidence in the input: the newest catalog")
+        return VersionChoice(
+            newest, "no version evidence in the input: the newest catalog", evidence=False
+        )
     return VersionChoice(newest, "; ".join(used))
 
 
@@ -140,6 +161,38 @@ def _fits(catalog: FlagCatalog, path: str, frame: Frame) -> bool:
         if int(first) <= frame.lineno <= int(last):
             return True
     return False
+
+
+def _message_clue(log: ScannedLog) -> _Clue | None:
+    """Releases whose error catalog places an exception message of the input's last
+    tracebacks (or exception lines alone)."""
+    from analyzer.sglang.error_catalog import load_error_catalog, shipped_error_versions
+
+    parts = [
+        part
+        for traceback in log.tracebacks[-MESSAGE_TRACEBACKS:]
+        for part in (traceback, *traceback.chain)
+        if part.exception_message.strip()
+    ]
+    versions = shipped_error_versions()
+    if not parts or not versions:
+        return None
+    if any(_placed(load_error_catalog(versions[-1]), part) for part in parts):
+        return None  # the newest places it: it is chosen anyway, the older ones stay unread
+    fits = frozenset(
+        version
+        for version in versions[:-1]
+        if any(_placed(load_error_catalog(version), part) for part in parts)
+    )
+    if not fits:
+        return None
+    return _Clue(fits, f"the exception message is one sglang {_span(fits)} raises")
+
+
+def _placed(errors: ErrorCatalog, part: Traceback) -> bool:
+    frame = part.last_frame
+    message = part.exception_message.strip()
+    return bool(errors.place(part.exception_type, message, frame.function if frame else None))
 
 
 def _usage_clue(log: ScannedLog, catalogs: Sequence[FlagCatalog]) -> _Clue | None:

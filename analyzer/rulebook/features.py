@@ -1,0 +1,120 @@
+"""SGLang features as data: the flags an error names without naming a flag.
+
+`analyzer/catalogs/features.toml` lists features with the flags that turn them on, what
+SGLang's messages call them (`Currently HybridAttentionBackend does not support speculative
+decoding.` names two) and the code that only runs with them on (a traceback through
+`batch_invariant_ops/` ran with --enable-deterministic-inference). Read on first use.
+Phrases link the text of a rule's flags group and any traceback's exception message;
+frames any traceback's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+from analyzer.core.model import Frame, Traceback
+
+try:  # as in vocabulary.py (not imported from there: it imports the logic that imports this)
+    import tomli as tomllib
+except ImportError:  # pragma: no cover
+    import tomllib
+
+FEATURES_PACKAGE, FEATURES_FILE = "analyzer.catalogs", "features.toml"
+KNOWN_KEYS = {"flags", "phrases", "frames", "inside", "source"}
+BACKSLASH = "\\"  # Windows paths in a pasted traceback
+
+
+@dataclass(frozen=True)
+class Feature:
+    flags: tuple[str, ...]
+    phrases: tuple[str, ...] = ()
+    frames: tuple[str, ...] = ()
+    inside: tuple[str, ...] = ()
+    source: str = ""
+
+    def ran_in(self, frames: list[Frame]) -> bool:
+        """Whether a frame is this feature's code (below an `inside` frame, if any)."""
+        texts = [f"{f.file.replace(BACKSLASH, '/')} {f.function}" for f in frames]
+        outer = 0
+        if self.inside:
+            outer = next((i for i, t in enumerate(texts) if _holds(t, self.inside)), -1)
+            if outer < 0:
+                return False
+        return any(_holds(text, self.frames) for text in texts[outer:])
+
+
+def _holds(text: str, needles: tuple[str, ...]) -> bool:
+    return any(needle in text for needle in needles)
+
+
+@cache
+def features() -> tuple[Feature, ...]:
+    text = resources.files(FEATURES_PACKAGE).joinpath(FEATURES_FILE).read_text("utf-8")
+    entries = tomllib.loads(text).get("feature", [])
+    found = []
+    for entry in entries:
+        unknown = set(entry) - KNOWN_KEYS
+        if unknown or not entry.get("flags") or not (entry.get("phrases") or entry.get("frames")):
+            raise ValueError(f"{FEATURES_FILE}: bad feature entry {entry}")
+        found.append(
+            Feature(
+                tuple(entry["flags"]),
+                tuple(p.lower() for p in entry.get("phrases", ())),
+                tuple(entry.get("frames", ())),
+                tuple(entry.get("inside", ())),
+                entry.get("source", ""),
+            )
+        )
+    return tuple(found)
+
+
+@cache
+def _phrase_pattern() -> re.Pattern[str] | None:
+    phrases = sorted({p for f in features() for p in f.phrases}, key=len, reverse=True)
+    if not phrases:
+        return None
+    return re.compile(r"(?<![a-z0-9])(?:" + "|".join(map(re.escape, phrases)) + ")")
+
+
+def named_features(text: str) -> list[Feature]:
+    """The features `text` names, in the order it names them."""
+    pattern = _phrase_pattern()
+    if pattern is None or not text:
+        return []
+    named = [m.group(0) for m in pattern.finditer(text.lower())]
+    found = [feature for phrase in named for feature in features() if phrase in feature.phrases]
+    return list(dict.fromkeys(found))
+
+
+def phrase_flags(text: str) -> list[str]:
+    """The flags of the features `text` names, in the order it names them."""
+    return _unique(flag for feature in named_features(text) for flag in feature.flags)
+
+
+def frame_flags(traceback: Traceback | None) -> list[str]:
+    """The flags of the features whose code a traceback (or a chained cause) ran through."""
+    if traceback is None:
+        return []
+    parts = (traceback, *traceback.chain)
+    return _unique(
+        flag
+        for feature in features()
+        if feature.frames and any(feature.ran_in(list(p.frames)) for p in parts)
+        for flag in feature.flags
+    )
+
+
+def traceback_flags(traceback: Traceback | None) -> list[str]:
+    """The features a traceback ran through, then those its exception messages name."""
+    if traceback is None:
+        return []
+    named = (f for p in (traceback, *traceback.chain) for f in phrase_flags(p.exception_message))
+    return _unique([*frame_flags(traceback), *named])
+
+
+def _unique(flags: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(flags))

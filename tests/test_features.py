@@ -1,0 +1,140 @@
+"""SGLang features as data (analyzer/catalogs/features.toml): the flags an error names by a
+feature's name or by the feature's code in its traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from analyzer.core.model import Frame, Line, Traceback
+from analyzer.pipeline import analyze
+from analyzer.rulebook.features import features, frame_flags, phrase_flags, traceback_flags
+from analyzer.sglang.catalog import all_catalogs, load_catalog
+from analyzer.sglang.error_catalog import load_error_catalog, shipped_error_versions
+from analyzer.sglang.flag_history import shipped_history
+
+PACKAGE = "/usr/lib/python3/dist-packages/sglang/srt/"
+
+
+@pytest.mark.parametrize("feature", features(), ids=lambda f: f.flags[0])
+def test_every_feature_names_flags_of_the_newest_release_as_it_spells_them(feature):
+    newest = load_catalog()
+    for flag in feature.flags:
+        assert newest.canonical(flag) == flag
+        assert all(c.canonical(flag) for c in all_catalogs()), flag
+    assert feature.source
+
+
+@pytest.mark.parametrize("feature", [f for f in features() if f.phrases], ids=lambda f: f.flags[0])
+def test_every_phrase_is_how_sglang_names_the_feature(feature):
+    """A phrase is backed by a shipped release: a raise site whose message holds it reads one
+    of the feature's flags, or the flag's own help says it; else the feature's own code
+    (frames) backs the entry."""
+    history = shipped_history()
+    helps = " ".join(load_catalog().spec(f).help.lower() for f in feature.flags)
+    backed = {p for p in feature.phrases if p in helps}
+    for version in shipped_error_versions():
+        catalog = load_catalog(version)
+        for site in load_error_catalog(version).entries:
+            text = site.message.lower()
+            flags = {history.spelling(f, catalog) for f in site.flags}
+            backed.update(p for p in feature.phrases if p in text and flags & set(feature.flags))
+    assert backed or feature.frames, feature
+
+
+def test_a_message_names_features_by_their_sglang_names():
+    text = "Currently HybridAttentionBackend does not support speculative decoding."
+    assert phrase_flags(text) == [
+        "--prefill-attention-backend",
+        "--decode-attention-backend",
+        "--speculative-algorithm",
+    ]
+    assert phrase_flags("multi-node data parallel is not supported") == ["--nnodes", "--dp-size"]
+    # a word start is needed: "adp attention" is no "dp attention"
+    assert phrase_flags("the adp attention kernel") == []
+    assert phrase_flags("") == []
+
+
+def _traceback(*frames: tuple[str, str]) -> Traceback:
+    line = Line("x.log", 1, "RuntimeError: boom", "RuntimeError: boom")
+    built = tuple(Frame(PACKAGE + file, 10, function, "") for file, function in frames)
+    return Traceback((line,), built, "RuntimeError", "boom")
+
+
+def test_a_traceback_through_a_features_code_names_its_flag():
+    deterministic = _traceback(
+        ("layers/linear.py", "forward"),
+        ("batch_invariant_ops/batch_invariant_ops.py", "matmul_persistent"),
+    )
+    assert frame_flags(deterministic) == ["--enable-deterministic-inference"]
+    reasoner = _traceback(
+        ("constrained/base_grammar_backend.py", "create_grammar_backend"),
+        ("constrained/reasoner_grammar_backend.py", "__init__"),
+    )
+    assert frame_flags(reasoner) == ["--reasoning-parser"]
+    mixed = _traceback(
+        ("managers/scheduler.py", "get_new_batch_prefill"),
+        ("managers/schedule_batch.py", "mix_with_running"),
+    )
+    assert frame_flags(mixed) == ["--enable-mixed-chunk"]
+    assert frame_flags(_traceback(("layers/linear.py", "forward"))) == []
+    assert frame_flags(None) == []
+
+
+def test_the_draft_path_is_named_only_for_weights_loaded_inside_a_draft_worker():
+    draft = _traceback(
+        ("speculative/eagle_worker.py", "__init__"),
+        ("model_executor/model_runner.py", "load_model"),
+        ("models/qwen3.py", "load_weights"),
+    )
+    assert frame_flags(draft) == ["--speculative-draft-model-path"]
+    target = _traceback(
+        ("model_executor/model_runner.py", "load_model"), ("models/qwen3.py", "load_weights")
+    )
+    assert frame_flags(target) == []
+    # the draft worker's own forward after loading is not a weight load
+    serving = _traceback(
+        ("model_executor/model_runner.py", "load_model"),
+        ("speculative/eagle_worker.py", "forward_batch_generation"),
+    )
+    assert frame_flags(serving) == []
+
+
+def test_a_cuda_error_line_names_the_feature_its_traceback_ran_through(tmp_path: Path):
+    """A line rule's match (cuda-error) gets the flags of the traceback its line ends."""
+    log = tmp_path / "run.log"
+    log.write_text(
+        f'  File "{PACKAGE}layers/quantization/unquant.py", line 176, in apply\n'
+        "    return F.linear(x, layer.weight, bias)\n"
+        f'  File "{PACKAGE}batch_invariant_ops/batch_invariant_ops.py", line 315, in '
+        "matmul_persistent\n"
+        "    return _matmul_persistent_triton(a=a, b=b, bias=bias)\n"
+        "triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: "
+        "131072, Hardware limit: 101376. Reducing block sizes or `num_stages` may help.\n"
+    )
+    root = analyze([str(log)]).incidents[0]
+    assert root.rule_class == "cuda_error"
+    assert root.offending_flags == ["--enable-deterministic-inference"]
+
+
+def test_an_exception_message_names_its_features_whatever_the_rule(tmp_path: Path):
+    """A frameless exception line names --reasoning-parser by SGLang's own phrase for it."""
+    line = (
+        "ValueError: think_end_token '</think>' must encode to exactly one token for "
+        "constrained reasoning."
+    )
+    lone = Traceback((Line("x.log", 1, line, line),), (), "ValueError", line.split(": ", 1)[1])
+    assert traceback_flags(lone) == ["--reasoning-parser"]
+    assert traceback_flags(None) == []
+
+
+def test_a_request_too_long_for_the_context_names_context_length(tmp_path: Path):
+    log = tmp_path / "client.log"
+    log.write_text(
+        '{"object":"error","message":"The input (61709 tokens) is longer than the model\'s '
+        'context length (40960 tokens).","type":"BadRequestError","param":null,"code":400}\n'
+    )
+    (finding,) = analyze([str(log)]).incidents
+    assert (finding.rule_class, finding.severity) == ("client_error", "info")
+    assert finding.offending_flags == ["--context-length"]
