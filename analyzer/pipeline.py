@@ -19,6 +19,7 @@ from analyzer.core.model import (
     Match,
     Report,
     ScannedLog,
+    Traceback,
     severity_rank,
 )
 from analyzer.core.read import TextInput, open_inputs
@@ -29,7 +30,14 @@ from analyzer.engine.literal_scan import LiteralFinder, finder_for, scan_chunks
 from analyzer.engine.match import match_rules
 from analyzer.engine.redact import redact_report
 from analyzer.engine.scan import scan_lines
-from analyzer.engine.survival import MARKERS, LifeSigns, judge, signs_of_lines, watched
+from analyzer.engine.survival import (
+    MARKERS,
+    LifeSigns,
+    death_cause,
+    judge,
+    signs_of_lines,
+    watched,
+)
 from analyzer.rulebook.check_rules import CHECK_RULES
 from analyzer.rulebook.command_checks import check_command
 from analyzer.rulebook.vocabulary import Rule, all_triggers, load_rules
@@ -40,6 +48,7 @@ from analyzer.transcripts.detect import FORMAT_NAMES, detect_kind, is_transcript
 if TYPE_CHECKING:
     from analyzer.engine.raise_sites import FoundSite
     from analyzer.metrics.results import RunMetrics
+    from analyzer.rulebook.frame_phases import PhaseFound
 
 
 @dataclass
@@ -218,24 +227,45 @@ def analyze_log(
         rule = context.by_id[match.rule_id]
         finding = link(match, rule, context.catalog)
         incidents.append(_incident(finding, rule, log, context, launch, command_source))
-    if not [i for i in incidents if not _is_warning(i)]:
-        fallback = _fallback(log, context, launch)
+    causes = [i for i in incidents if not _is_warning(i)]
+    deaths = [i for i in causes if (rule := context.by_id.get(i.rule)) and rule.alone]
+    if len(deaths) == len(causes):
+        # nothing explains the failure, or only a death notice does: the last traceback is
+        # the failure, and one a child died of right after is that death's cause
+        death = _decisive_line(deaths[0]) if deaths else None
+        fallback = _fallback(log, context, launch, death, signs)
         incidents = [fallback, *incidents] if fallback else incidents
     return judge(incidents, log, signs) if signs is not None else incidents
 
 
-def _fallback(log: ScannedLog, context: _Context, launch: list[Line] | None) -> Incident | None:
-    """The last traceback no rule explains, classed by the SGLang site that raised it."""
+def _decisive_line(incident: Incident) -> Line | None:
+    return next((ln for ln in incident.evidence if ln.number == incident.line), None)
+
+
+def _fallback(
+    log: ScannedLog,
+    context: _Context,
+    launch: list[Line] | None,
+    death: Line | None = None,
+    signs: LifeSigns | None = None,
+) -> Incident | None:
+    """The last traceback no rule explains (with a `death` notice: the one that death
+    followed, if any), classed by the SGLang site that raised it."""
     if not log.tracebacks:
+        return None
+    traceback = log.tracebacks[-1] if death is None else death_cause(log, death, signs)
+    if traceback is None:
         return None
     # imported here, as in _raise_site: a log without a traceback never loads an error catalog
     from analyzer.engine.raise_sites import error_catalog_for, find_site_in_chain
 
     errors = error_catalog_for(context.catalog.version)
-    found = find_site_in_chain(log.tracebacks[-1], errors) if errors else None
+    found = find_site_in_chain(traceback, errors) if errors else None
     if found is None:
-        return incidents_stage.fallback_incident(log)
-    line = log.tracebacks[-1].exception_line
+        return incidents_stage.fallback_incident(
+            log, traceback, phase=_cut_phase(traceback), death=death
+        )
+    line = traceback.exception_line
     choice = choose_command(
         context.options.command,
         log.commands if launch is None else launch,
@@ -244,7 +274,16 @@ def _fallback(log: ScannedLog, context: _Context, launch: list[Line] | None) -> 
         before_line=line.number,
     )
     flags = site_flags(found.site, context.catalog, choice.command if choice else None)
-    return incidents_stage.fallback_incident(log, found, flags)
+    return incidents_stage.fallback_incident(log, traceback, found, flags, death=death)
+
+
+def _cut_phase(traceback: Traceback) -> PhaseFound | None:
+    """For a traceback cut before its exception line: the startup phase its frames were in."""
+    if traceback.exception_type:
+        return None
+    from analyzer.rulebook.frame_phases import phase_of
+
+    return phase_of(traceback.frames)
 
 
 def _raise_site(match: Match, context: _Context) -> FoundSite | None:
@@ -443,7 +482,7 @@ def _per_attempt(incidents: list[Incident], step, by_ref: bool) -> list[Incident
 
 
 def _decisive_ref(incident: Incident) -> str | None:
-    line = next((ln for ln in incident.evidence if ln.number == incident.line), None)
+    line = _decisive_line(incident)
     return line.ref if line else None
 
 

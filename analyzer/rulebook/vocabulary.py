@@ -8,6 +8,8 @@ One file per rule. The vocabulary (documented in rules/README.md):
     patterns                         `regex` patterns with named groups (any may match);
                                      group `hl`, if present, is the span highlighted
     frame, code                      traceback scope: a frame's file/function, the failing line
+    frameless_patterns               traceback scope, with frame/code: patterns whose message
+                                     alone places it, tried on an exception pasted without frames
     requires                         context the log must have (see REQUIREMENTS)
     flags, flags_group               flags involved, fixed or read from a named group
     logic, fix                       names of one Python function each (rulelogic / fixes)
@@ -45,7 +47,7 @@ REQUIREMENTS = (
 )  # fmt: skip
 KNOWN_KEYS = {
     "id", "class", "title", "severity", "scope", "triggers", "patterns", "frame", "code",
-    "requires", "flags", "flags_group", "logic", "fix", "priority", "alone", "generic",
+    "frameless_patterns", "requires", "flags", "flags_group", "logic", "fix", "priority", "alone", "generic",
     "explanation", "advice", "doc", "cases",
 }  # fmt: skip
 
@@ -93,6 +95,7 @@ class Rule:
     patterns: tuple[LazyPattern, ...] = ()
     frame: LazyPattern | None = None
     code: LazyPattern | None = None
+    frameless_patterns: tuple[LazyPattern, ...] = ()
     requires: tuple[str, ...] = ()
     flags: tuple[str, ...] = ()
     flags_group: str | None = None
@@ -178,6 +181,9 @@ def _build(data: dict[str, Any], path: str) -> Rule:
         raise ValueError("a line rule needs patterns and trigger literals")
     if scope in ("usage", "traceback") and not patterns:
         raise ValueError(f"a {scope} rule needs patterns")
+    frameless = tuple(LazyPattern(p) for p in _strings(data, "frameless_patterns"))
+    if frameless and not (scope == "traceback" and (data.get("frame") or data.get("code"))):
+        raise ValueError("frameless_patterns belong to a traceback rule with a frame or code")
     doc = data["doc"]
     rule = Rule(
         id=_string(data, "id"),
@@ -193,6 +199,7 @@ def _build(data: dict[str, Any], path: str) -> Rule:
         patterns=patterns,
         frame=_optional_pattern(data, "frame"),
         code=_optional_pattern(data, "code"),
+        frameless_patterns=frameless,
         requires=_strings(data, "requires"),
         flags=_strings(data, "flags"),
         flags_group=data.get("flags_group"),
@@ -255,7 +262,7 @@ def _optional_pattern(data: dict[str, Any], key: str) -> LazyPattern | None:
 
 def compile_patterns(rule: Rule) -> None:
     """Compile every pattern of a rule now (raises regex.error for a bad one)."""
-    for pattern in (*rule.patterns, rule.frame, rule.code):
+    for pattern in (*rule.patterns, *rule.frameless_patterns, rule.frame, rule.code):
         if pattern is not None:
             _ = pattern.compiled
 
