@@ -42,7 +42,7 @@ from analyzer.rulebook.check_rules import CHECK_RULES
 from analyzer.rulebook.command_checks import check_command
 from analyzer.rulebook.vocabulary import Rule, all_triggers, load_rules
 from analyzer.sglang.catalog import FlagCatalog, all_catalogs, load_catalog
-from analyzer.sglang.releases import choose_for_text, choose_version
+from analyzer.sglang.releases import VersionChoice, choose_for_text, choose_version
 from analyzer.transcripts.detect import FORMAT_NAMES, detect_kind, is_transcript_folder
 
 if TYPE_CHECKING:
@@ -72,6 +72,7 @@ class _Context:
     by_id: dict[str, Rule]
     catalog: FlagCatalog
     options: Options
+    release_known: bool = True  # False: the input names no release, the newest catalog judged it
 
 
 def analyze(
@@ -131,14 +132,14 @@ def _for_input(context: _Context, summary: InputSummary, log: ScannedLog) -> _Co
     """The context with the catalog of the SGLang that wrote this input."""
     options = context.options
     choice = choose_version(log, all_catalogs(), options.sglang_version, options.command)
-    return _with_catalog(context, summary, choice.version, choice.reason)
+    return _with_catalog(context, summary, choice)
 
 
-def _with_catalog(context: _Context, summary: InputSummary, version: str, reason: str) -> _Context:
-    summary.catalog_version, summary.catalog_reason = version, reason
-    if version == context.catalog.version:
-        return context
-    return replace(context, catalog=load_catalog(version))
+def _with_catalog(context: _Context, summary: InputSummary, choice: VersionChoice) -> _Context:
+    summary.catalog_version, summary.catalog_reason = choice.version, choice.reason
+    if choice.version == context.catalog.version:
+        return replace(context, release_known=choice.evidence)
+    return replace(context, catalog=load_catalog(choice.version), release_known=choice.evidence)
 
 
 def _metrics(text_input: TextInput) -> list[RunMetrics]:
@@ -257,10 +258,16 @@ def _fallback(
     if traceback is None:
         return None
     # imported here, as in _raise_site: a log without a traceback never loads an error catalog
-    from analyzer.engine.raise_sites import error_catalog_for, find_site_in_chain
+    from analyzer.engine.raise_sites import (
+        error_catalog_for,
+        find_site_in_chain,
+        find_site_in_other_releases,
+    )
 
     errors = error_catalog_for(context.catalog.version)
     found = find_site_in_chain(traceback, errors) if errors else None
+    if found is None and not context.release_known:
+        found = find_site_in_other_releases(traceback, errors.version if errors else None)
     if found is None:
         return incidents_stage.fallback_incident(
             log, traceback, phase=_cut_phase(traceback), death=death
@@ -441,7 +448,7 @@ def _analyze_transcript(
     choice = choose_for_text(
         session.stated_versions, launches, all_catalogs(), context.options.sglang_version
     )
-    context = _with_catalog(context, summary, choice.version, choice.reason)
+    context = _with_catalog(context, summary, choice)
     triggers = [*all_triggers(context.rules), *MARKERS]
     view_only = {r.id for r in context.rules if r.scope == "log" and r.alone}
     found: dict[int, list[Incident]] = {}

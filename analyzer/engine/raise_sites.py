@@ -10,7 +10,7 @@ speaks. The site's family (analyzer/catalogs/raise_sites.toml) gives a class whe
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from analyzer.core.model import RaiseSite, Traceback
 from analyzer.rulebook.raise_site_rules import SiteFamily, family_of
@@ -19,6 +19,7 @@ from analyzer.sglang.error_catalog import (
     ErrorCatalogError,
     ErrorSite,
     load_error_catalog,
+    shipped_error_versions,
 )
 
 # a site whose message has less fixed text than this (`{a}: {b}`) fits too many messages
@@ -34,6 +35,7 @@ class FoundSite:
     site: ErrorSite
     family: SiteFamily | None
     found_by: str  # "message" | "frame"
+    release: str | None = None  # set when another release than the input's placed it
 
     @property
     def where(self) -> str:
@@ -49,11 +51,12 @@ class FoundSite:
         condition = self.site.condition
         if len(condition) > QUOTED_CONDITION:
             condition = condition[: QUOTED_CONDITION - 3] + "..."
+        where = f"{self.where} (sglang {self.release}'s source)" if self.release else self.where
         if not condition:
-            return f"Raised at {self.where}."
+            return f"Raised at {where}."
         if self.site.kind == "assert":
-            return f"Raised at {self.where}: the assertion `{condition}` failed."
-        return f"Raised at {self.where}, because `{condition}`."
+            return f"Raised at {where}: the assertion `{condition}` failed."
+        return f"Raised at {where}, because `{condition}`."
 
 
 def error_catalog_for(version: str | None) -> ErrorCatalog | None:
@@ -91,6 +94,18 @@ def find_site_in_chain(traceback: Traceback, errors: ErrorCatalog) -> FoundSite 
         found = find_site(part, errors)
         if found is not None:
             return found
+    return None
+
+
+def find_site_in_other_releases(traceback: Traceback, tried: str | None) -> FoundSite | None:
+    """For an input that names no release: the newest other shipped release whose catalog
+    places the exception by its message (a message is worded per release; a frame's line
+    number means nothing in another release's source)."""
+    for version in reversed(shipped_error_versions()):
+        errors = error_catalog_for(version) if version != tried else None
+        found = find_site_in_chain(traceback, errors) if errors else None
+        if found is not None and found.found_by == "message":
+            return replace(found, release=version)
     return None
 
 

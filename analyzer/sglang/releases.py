@@ -41,6 +41,7 @@ class VersionChoice:
 
     version: str
     reason: str
+    evidence: bool = True  # False: the input says nothing of its release (the newest is used)
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,9 @@ def narrow(catalogs: Sequence[FlagCatalog], clues: Sequence[_Clue]) -> VersionCh
             used.append(clue.reason)
     newest = max(left, key=version_key)
     if not used:
-        return VersionChoice(newest, "no version evidence in the input: the newest catalog")
+        return VersionChoice(
+            newest, "no version evidence in the input: the newest catalog", evidence=False
+        )
     return VersionChoice(newest, "; ".join(used))
 
 
