@@ -31,18 +31,26 @@ from analyzer.engine.literal_scan import LiteralFinder, finder_for, scan_chunks
 from analyzer.engine.match import match_rules
 from analyzer.engine.redact import redact_report
 from analyzer.engine.scan import scan_lines
-from analyzer.engine.survival import MARKERS, LifeSigns, judge, signs_of_lines, watched
+from analyzer.engine.survival import (
+    MARKERS,
+    LifeSigns,
+    death_cause,
+    judge,
+    signs_of_lines,
+    watched,
+)
 from analyzer.rulebook.check_rules import CHECK_RULES
 from analyzer.rulebook.command_checks import check_command
 from analyzer.rulebook.features import traceback_flags
 from analyzer.rulebook.vocabulary import Rule, all_triggers, load_rules
 from analyzer.sglang.catalog import FlagCatalog, all_catalogs, load_catalog
-from analyzer.sglang.releases import by_messages, choose_for_text, choose_version
+from analyzer.sglang.releases import VersionChoice, by_messages, choose_for_text, choose_version
 from analyzer.transcripts.detect import FORMAT_NAMES, detect_kind, is_transcript_folder
 
 if TYPE_CHECKING:
     from analyzer.engine.raise_sites import FoundSite
     from analyzer.metrics.results import RunMetrics
+    from analyzer.rulebook.frame_phases import PhaseFound
 
 
 @dataclass
@@ -125,14 +133,14 @@ def _for_input(context: _Context, summary: InputSummary, log: ScannedLog) -> _Co
     """The context with the catalog of the SGLang that wrote this input."""
     options = context.options
     choice = choose_version(log, all_catalogs(), options.sglang_version, options.command)
-    return _with_catalog(context, summary, choice.version, choice.reason)
+    return _with_catalog(context, summary, choice)
 
 
-def _with_catalog(context: _Context, summary: InputSummary, version: str, reason: str) -> _Context:
-    summary.catalog_version, summary.catalog_reason = version, reason
-    if version == context.catalog.version:
+def _with_catalog(context: _Context, summary: InputSummary, choice: VersionChoice) -> _Context:
+    summary.catalog_version, summary.catalog_reason = choice.version, choice.reason
+    if choice.version == context.catalog.version:
         return context
-    return replace(context, catalog=load_catalog(version))
+    return replace(context, catalog=load_catalog(choice.version))
 
 
 def _metrics(text_input: TextInput) -> list[RunMetrics]:
@@ -221,24 +229,48 @@ def analyze_log(
         rule = context.by_id[match.rule_id]
         finding = link(match, rule, context.catalog)
         incidents.append(_incident(finding, rule, log, context, launch, command_source))
-    if not [i for i in incidents if not _is_warning(i)]:
-        fallback = _fallback(log, context, launch)
+    causes = [i for i in incidents if not _is_warning(i)]
+    deaths = [i for i in causes if (rule := context.by_id.get(i.rule)) and rule.alone]
+    if len(deaths) == len(causes):
+        # nothing explains the failure, or only a death notice does: the last traceback is
+        # the failure, and one a child died of right after is that death's cause
+        death = _decisive_line(deaths[0]) if deaths else None
+        fallback = _fallback(log, context, launch, death, signs)
         incidents = [fallback, *incidents] if fallback else incidents
     return judge(incidents, log, signs) if signs is not None else incidents
 
 
-def _fallback(log: ScannedLog, context: _Context, launch: list[Line] | None) -> Incident | None:
-    """The last traceback no rule explains, classed by the SGLang site that raised it."""
+def _decisive_line(incident: Incident) -> Line | None:
+    return next((ln for ln in incident.evidence if ln.number == incident.line), None)
+
+
+def _fallback(
+    log: ScannedLog,
+    context: _Context,
+    launch: list[Line] | None,
+    death: Line | None = None,
+    signs: LifeSigns | None = None,
+) -> Incident | None:
+    """The last traceback no rule explains (with a `death` notice: the one that death
+    followed, if any), classed by the SGLang site that raised it."""
     if not log.tracebacks:
         return None
+    traceback = log.tracebacks[-1] if death is None else death_cause(log, death, signs)
+    if traceback is None:
+        return None
     # imported here, as in _raise_site: a log without a traceback never loads an error catalog
-    from analyzer.engine.raise_sites import error_catalog_for, find_site_in_chain
+    from analyzer.engine.raise_sites import (
+        error_catalog_for,
+        find_site_in_chain,
+    )
 
     errors = error_catalog_for(context.catalog.version)
-    found = find_site_in_chain(log.tracebacks[-1], errors) if errors else None
+    found = find_site_in_chain(traceback, errors) if errors else None
     if found is None:
-        return incidents_stage.fallback_incident(log)
-    line = log.tracebacks[-1].exception_line
+        return incidents_stage.fallback_incident(
+            log, traceback, phase=_cut_phase(traceback), death=death
+        )
+    line = traceback.exception_line
     choice = choose_command(
         context.options.command,
         log.commands if launch is None else launch,
@@ -247,8 +279,19 @@ def _fallback(log: ScannedLog, context: _Context, launch: list[Line] | None) -> 
         before_line=line.number,
     )
     flags = site_flags(found.site, context.catalog, choice.command if choice else None)
-    flags += [f for f in traceback_flags(log.tracebacks[-1]) if f not in flags]
-    return incidents_stage.fallback_incident(log, found, reported_flags(flags, context.catalog))
+    flags += [f for f in traceback_flags(traceback) if f not in flags]
+    return incidents_stage.fallback_incident(
+        log, traceback, found, reported_flags(flags, context.catalog), death=death
+    )
+
+
+def _cut_phase(traceback: Traceback) -> PhaseFound | None:
+    """For a traceback cut before its exception line: the startup phase its frames were in."""
+    if traceback.exception_type:
+        return None
+    from analyzer.rulebook.frame_phases import phase_of
+
+    return phase_of(traceback.frames)
 
 
 def _raise_site(match: Match, context: _Context) -> FoundSite | None:
@@ -421,7 +464,7 @@ def _analyze_transcript(
     choice = choose_for_text(
         session.stated_versions, launches, all_catalogs(), context.options.sglang_version
     )
-    context = _with_catalog(context, summary, choice.version, choice.reason)
+    context = _with_catalog(context, summary, choice)
     triggers = [*all_triggers(context.rules), *MARKERS]
     view_only = {r.id for r in context.rules if r.scope == "log" and r.alone}
     found: dict[int, list[Incident]] = {}
@@ -435,7 +478,7 @@ def _analyze_transcript(
             here = context
             if not choice.evidence:  # the log text shown may still name its release
                 told = by_messages(choice, log, all_catalogs())
-                here = _with_catalog(context, summary, told.version, told.reason)
+                here = _with_catalog(context, summary, told)
             # a view is part of a log, possibly taken mid-startup: whole-log verdicts
             # (empty, ended without error) are the transcript's to make, with its evidence
             found_here = analyze_log(log, here, launch, "transcript", signs_of_lines(view.lines))
@@ -475,7 +518,7 @@ def _per_attempt(incidents: list[Incident], step, by_ref: bool) -> list[Incident
 
 
 def _decisive_ref(incident: Incident) -> str | None:
-    line = next((ln for ln in incident.evidence if ln.number == incident.line), None)
+    line = _decisive_line(incident)
     return line.ref if line else None
 
 

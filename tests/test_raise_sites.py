@@ -235,3 +235,24 @@ def test_readme_states_each_releases_coverage():
         )
         print(row)
         assert row in readme
+
+
+OLDER_WORDING = (
+    "ValueError: TensorRT-LLM MLA backend only supports kv-cache-dtype of fp8_e4m3, fp4_e2m1, "
+    "bf16, or auto."
+)  # 0.5.10-0.5.19's text; 0.5.23 words it without fp4_e2m1
+
+
+def test_a_message_of_an_older_release_is_placed_when_the_input_names_no_release(tmp_path):
+    log = tmp_path / "tail.txt"
+    log.write_text(OLDER_WORDING + "\n")
+    report = analyze([str(log)], Options())
+    root = report.incidents[0]
+    assert (root.rule_class, root.raise_site.function) == ("config_validation", "_mla_kv_cache_dtype_checks")
+    # the message chose the release that judged the input (the input says so)
+    assert report.inputs[0].catalog_version == "0.5.19"
+    assert "the exception message is one sglang" in report.inputs[0].catalog_reason
+    # a release the input states is believed: its catalog alone judges the message
+    log.write_text("sglang==0.5.23\n" + OLDER_WORDING + "\n")
+    root = analyze([str(log)], Options()).incidents[0]
+    assert root.rule_class == "unknown" and root.raise_site is None

@@ -100,3 +100,56 @@ def test_every_silent_death_names_evidence_beyond_the_users_words():
             attempt = next(a for a in report.attempts if a.number == incident.attempt)
             shown = [s for s in attempt.signals if not s.startswith("the user said")]
             assert shown, (case.id, attempt.signals)
+
+
+# a scheduler's exception pasted without SGLang's frames (torch's only), then the parent's notice
+SCHEDULER_ERROR = [
+    '  File "/usr/lib/python3/site-packages/torch/__init__.py", line 1666, in _check_with',
+    "    raise error_type(message_evaluated)",
+    "RuntimeError: shape '[7, -1, 128]' is invalid for input of size 5120",
+]
+BATCH = "[2026-12-03 13:34:19 TP0] Decode batch, #running-req: 3, #token: 900, token usage: 0.01"
+
+
+def test_an_exception_right_before_a_death_notice_is_its_cause(tmp_path):
+    # the HTTP process still answers what the scheduler finished: no sign the scheduler lived
+    report = _log(tmp_path, [READY, *SCHEDULER_ERROR, SERVING, DEATH])
+    root = report.incidents[0]
+    assert (root.rule_class, root.rule, root.severity) == ("runtime_crash", "death-cause", "fatal")
+    assert root.line == 4 and DEATH in [ln.text for ln in root.evidence]
+    assert [i.rule_class for i in report.incidents] == ["runtime_crash"]  # the notice is its symptom
+
+
+def test_a_death_notice_after_the_scheduler_served_again_has_no_cause_in_the_log(tmp_path):
+    report = _log(tmp_path, [READY, *SCHEDULER_ERROR, BATCH, DEATH])
+    assert report.incidents[0].rule_class == "silent_death"
+
+
+def test_a_requests_exception_is_no_death_cause(tmp_path):
+    request = [
+        "[2026-12-03 13:34:18] ERROR:    Exception in ASGI application",
+        "Traceback (most recent call last):",
+        '  File "/usr/lib/python3/site-packages/uvicorn/protocols/http/h11_impl.py", line 407, in run_asgi',
+        "    result = await app(",
+        "KeyError: 'choices'",
+    ]
+    report = _log(tmp_path, [READY, *request, DEATH])
+    assert report.incidents[0].rule_class == "silent_death"
+
+
+def test_the_main_process_answering_after_its_own_error_survived_it(tmp_path):
+    # REQUEST_ERROR is the TokenizerManager's: its own access lines show it alive
+    report = _log(tmp_path, [READY, *REQUEST_ERROR, SERVING, DEATH])
+    assert [i.severity for i in report.incidents if i.rule == "runtime-crash"] == ["warning"]
+    assert report.incidents[0].rule_class == "silent_death"
+
+
+def test_a_scheduler_error_answered_over_then_a_death_is_not_survived(tmp_path):
+    crash = [
+        "Traceback (most recent call last):",  # pasted without the `... hit an exception:` record
+        '  File "/usr/lib/python3/site-packages/sglang/srt/managers/scheduler.py", line 9, in f',
+        "    self.process_batch_result(batch, result)",
+        "IndexError: list index out of range",
+    ]
+    report = _log(tmp_path, [READY, *crash, SERVING, DEATH])
+    assert (report.incidents[0].rule, report.incidents[0].severity) == ("runtime-crash", "fatal")

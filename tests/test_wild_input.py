@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from analyzer.core.model import Frame
 from analyzer.engine.normalize import detect_prefixes
 from analyzer.pipeline import Options, analyze
+from analyzer.rulebook.frame_phases import frame_phases, phase_of
 
 ROOT = Path(__file__).resolve().parent.parent
 CLEAN = [
@@ -92,7 +94,11 @@ def test_a_traceback_without_its_header_is_classified_the_same(tmp_path, fixture
             "argparse_invalid",
         ),
         ("sglang serve: error: unrecognized arguments: --num-speculative-tokens 4", "argparse_unrecognized"),
-        ("KeyError: 'midlayer.self_attn.qkv_proj.weight'", None),  # at worst unknown
+        # a checkpoint tensor's name needs no frames; a request id's does (at worst unknown)
+        ("KeyError: 'midlayer.self_attn.qkv_proj.weight'", "weight_key_mismatch"),
+        ("KeyError: '9f3c2a1be0d44c7f8a6b5e4d3c2b1a09'", None),
+        # auto_choose_speculative_params's message alone: no other site prints it
+        ("ValueError: my-org/llama-8b/config.json is not found.", "spec_assertion"),
     ],
 )
 def test_one_pasted_line_gets_an_incident(tmp_path, line, expected):
@@ -143,3 +149,92 @@ def test_text_that_only_looks_prefixed_is_left_alone():
     # grep -n numbers must go up
     assert detect_prefixes(["86:a", "87:b", "90-c"]).names == ["grep-number"]
     assert detect_prefixes(["86:a", "12:b", "40:c"]).names == []
+
+
+def _last_traceback_cut(fixture: str, frames_dropped: int = 0) -> list[str]:
+    """The fixture's last traceback from its header down to a `File` line, as a paste cut
+    there: its last frame's, or one `frames_dropped` above it."""
+    lines = _lines(fixture)
+    start = max(i for i, ln in enumerate(lines) if "Traceback (most recent call last)" in ln)
+    frames = [i for i, ln in enumerate(lines) if i > start and ln.lstrip().startswith('File "')]
+    return lines[start : frames[-1 - frames_dropped] + 1]
+
+
+@pytest.mark.parametrize(
+    ("fixture", "dropped", "expected"),
+    [
+        ("fixtures/source/nccl_multinode_socket.log", 0, "nccl_distributed"),
+        ("fixtures/source/oom_weight_loading.log", 0, "oom"),  # cut inside torch.empty
+        ("fixtures/source/cuda_graph_capture_failure.log", 1, "cuda_graph_capture"),
+        ("fixtures/source/weight_key_mismatch_eagle3_midlayer.log", 0, "model_load"),
+        ("fixtures/real/environment_no_nvidia_driver.log", 0, "environment"),  # CUDA init
+    ],
+)
+def test_a_traceback_cut_before_its_exception_is_classed_by_the_phase_of_its_frames(
+    tmp_path, fixture, dropped, expected
+):
+    root = _root(_write(tmp_path, "cut.log", _last_traceback_cut(fixture, dropped)))
+    assert root is not None and (root.rule_class, root.severity) == (expected, "error")
+    assert root.rule.startswith("frame-phase:")
+    assert "cut off before its exception" in root.title
+
+
+def test_a_traceback_cut_while_serving_names_no_phase(tmp_path):
+    # a decode step's forward runs through model code, but no startup phase
+    lines = _last_traceback_cut("fixtures/source/cuda_error_illegal_access_decode.log")
+    root = _root(_write(tmp_path, "cut.log", lines))
+    assert root is not None and root.rule_class == "unknown"
+
+
+@pytest.mark.parametrize("phase", frame_phases(), ids=lambda p: p.id)
+def test_every_frame_phase_claims_its_case_and_not_its_negative(phase):
+    assert {c.fires for c in phase.cases} == {True, False}
+    for case in phase.cases:
+        if case.code is not None:
+            frames = (Frame("/opt/venv/lib/python3.12/site-packages/torch/x.py", 1, "f", case.code),)
+        else:
+            file, function = case.frame.split(":")
+            frames = (Frame(f"/opt/venv/lib/python3.12/site-packages/sglang/{file}", 1, function),)
+        found = phase_of(frames)
+        assert (found is not None and found.phase.id == phase.id) == case.fires, case
+
+
+OLD_LAUNCHER = [  # up to 0.3 the launcher re-raised the child's traceback as its message
+    "Traceback (most recent call last):",
+    '  File "/opt/venv/lib/python3.10/site-packages/sglang/launch_server.py", line 17, in <module>',
+    "    launch_server(server_args)",
+    '  File "/opt/venv/lib/python3.10/site-packages/sglang/srt/server.py", line 365, in launch_server',
+    "    raise RuntimeError(",
+    "RuntimeError: Initialization failed. controller_init_state: Traceback (most recent call last):",
+    '  File "/opt/venv/lib/python3.10/site-packages/sglang/srt/managers/controller_single.py", line 149, in start_controller_process',
+    "    controller = ControllerSingle(",
+    '  File "/opt/venv/lib/python3.10/site-packages/sglang/srt/model_executor/model_runner.py", line 110, in __init__',
+    "    self.load_model()",
+    '  File "/opt/venv/lib/python3.10/site-packages/sglang/srt/model_executor/model_runner.py", line 204, in load_model',
+    "    self.model = get_model(",
+    '  File "/opt/venv/lib/python3.10/site-packages/sglang/srt/model_executor/model_runner.py", line 93, in get_model_cls_by_arch_name',
+    "    raise ValueError(",
+    "ValueError: Unsupported architectures: FooForCausalLM. Supported list: ['LlamaForCausalLM']",
+    ", detoken_init_state: init ok",
+]
+
+
+def test_a_traceback_inside_an_exception_message_is_read_as_its_own(tmp_path):
+    root = _root(_write(tmp_path, "whole.log", OLD_LAUNCHER))
+    assert root is not None and (root.rule_class, root.line) == ("model_load", 15)
+    # cut before the child's exception: its frames still say where it was
+    root = _root(_write(tmp_path, "cut.log", OLD_LAUNCHER[:11]))
+    assert root is not None and root.rule_class == "model_load"
+    assert "cut off before its exception" in root.title
+
+
+def test_an_exception_line_whose_message_starts_below_it_keeps_the_message(tmp_path):
+    lines = [
+        "ImportError: ",
+        "[sgl_kernel] CRITICAL: Could not load any common_ops library!",
+        "- ImportError: /opt/venv/lib/python3.12/site-packages/sgl_kernel/common_ops.abi3.so: "
+        "undefined symbol: _ZN3c104cuda9SetDeviceEi",
+    ]
+    root = _root(_write(tmp_path, "one.txt", lines))
+    assert root is not None and root.rule_class == "environment"
+    assert "undefined symbol" in root.title  # read from the message's own lines

@@ -130,6 +130,8 @@ class ScannedLog:
     weight_loads: list[Line] = field(default_factory=list)
     # versions the input names (`sglang==0.5.13`, pip show), in order
     stated_versions: list[tuple[str, Line]] = field(default_factory=list)
+    # `Ignore import error when loading sglang.srt.models.X: ...`: modules SGLang went on without
+    skipped_imports: list[Line] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -23,10 +23,15 @@ from analyzer.core.model import (
 
 if TYPE_CHECKING:
     from analyzer.engine.raise_sites import FoundSite
+    from analyzer.rulebook.frame_phases import PhaseFound
 
 UNKNOWN_ADVICE = [
     "No rule recognises this failure: read the last traceback and lines below.",
     "If this is a recurring SGLang failure, add a rule with --rules DIR (see `loganalyze rules`).",
+]
+DEATH_ADVICE = [
+    "Check whether a newer SGLang release fixes it (search the SGLang issues for the exception); try the feature flags that lead to this code path one at a time.",
+    "Otherwise report it to SGLang with the full traceback, the launch command and `python -m sglang.check_env`.",
 ]
 
 
@@ -100,32 +105,99 @@ def order(
 
 
 def fallback_incident(
-    log: ScannedLog, found: FoundSite | None = None, flags: list[str] | None = None
-) -> Incident | None:
-    """The incident for a log whose last traceback no rule explains: of the class of the
-    raise site's family (`found`, with the `flags` it blames), else `unknown`."""
-    if not log.tracebacks:
-        return None
-    traceback = log.tracebacks[-1]
-    exception = traceback.exception_line
-    evidence = [traceback.first, *traceback.lines[-4:]]
-    unique = {ln.number: ln for ln in evidence}
-    explanation = _unknown_explanation(traceback)
+    log: ScannedLog,
+    traceback: Traceback,
+    found: FoundSite | None = None,
+    flags: list[str] | None = None,
+    phase: PhaseFound | None = None,
+    death: Line | None = None,
+) -> Incident:
+    """The incident for a traceback no rule explains: of the class of the raise site's
+    family (`found`, with the `flags` it blames), else, for a traceback cut before its
+    exception line, of the startup phase its frames were in (an `error`: the exception itself
+    is not there), else a crash when a child's `death` notice followed it, else `unknown`."""
+    shown = [traceback.first, *traceback.lines[-4:], *([death] if death else [])]
+    unique = {ln.number: ln for ln in shown}
+    evidence = [unique[n] for n in sorted(unique)]
     family = found.family if found else None
+    if family is None and phase is not None:
+        incident = _phase_incident(log, traceback, evidence, phase)
+    elif family is None and death is not None:
+        return _death_incident(log, traceback, evidence, death)
+    else:
+        explanation = _unknown_explanation(traceback)
+        incident = Incident(
+            rule_class=family.rule_class if family else "unknown",
+            rule=family.rule_id if family else "unknown",
+            title=family.title if family else _unknown_title(traceback),
+            severity=family.severity if family else "error",
+            source=log.summary.path,
+            line=traceback.exception_line.number,
+            ranks=_ranks(traceback),
+            evidence=evidence,
+            span=None,
+            offending_flags=list(flags or []),
+            explanation=f"{explanation} {found.sentence()}" if found else explanation,
+            advice=list(family.advice if family else UNKNOWN_ADVICE),
+            raise_site=found.reported() if found else None,
+        )
+    if death is not None:
+        incident.explanation += f" {_died_of_it(death)}"
+    return incident
+
+
+def _died_of_it(death: Line) -> str:
+    return (
+        f"It is the last error before `{death.body.strip()}` (line {death.number}), with no "
+        "sign of life between: a process of the server died of it."
+    )
+
+
+def _ranks(traceback: Traceback) -> list[str]:
+    return [traceback.first.rank_label] if traceback.first.rank_label else []
+
+
+def _death_incident(
+    log: ScannedLog, traceback: Traceback, evidence: list[Line], death: Line
+) -> Incident:
+    kind = traceback.exception_type or "an exception whose line was not pasted"
     return Incident(
-        rule_class=family.rule_class if family else "unknown",
-        rule=family.rule_id if family else "unknown",
-        title=family.title if family else _unknown_title(traceback),
-        severity=family.severity if family else "error",
+        rule_class="runtime_crash",
+        rule="death-cause",
+        title=f"A server process died of {kind}",
+        severity="fatal",
         source=log.summary.path,
-        line=exception.number,
-        ranks=[traceback.first.rank_label] if traceback.first.rank_label else [],
-        evidence=[unique[n] for n in sorted(unique)],
+        line=traceback.exception_line.number,
+        ranks=_ranks(traceback),
+        evidence=evidence,
         span=None,
-        offending_flags=list(flags or []),
-        explanation=f"{explanation} {found.sentence()}" if found else explanation,
-        advice=list(family.advice if family else UNKNOWN_ADVICE),
-        raise_site=found.reported() if found else None,
+        offending_flags=[],
+        explanation=f"{_unknown_explanation(traceback)} {_died_of_it(death)} No rule "
+        "recognises the exception: most likely an SGLang bug or a code path this model, "
+        "feature or release does not support.",
+        advice=DEATH_ADVICE,
+    )
+
+
+def _phase_incident(
+    log: ScannedLog, traceback: Traceback, evidence: list[Line], found: PhaseFound
+) -> Incident:
+    phase, frame = found.phase, found.frame
+    where = frame.code if phase.code else f"{found.where}:{frame.lineno} in {frame.function}"
+    return Incident(
+        rule_class=phase.rule_class,
+        rule=phase.rule_id,
+        title=f"A traceback cut off before its exception line, in {phase.text}",
+        severity="error",
+        source=log.summary.path,
+        line=traceback.exception_line.number,
+        ranks=_ranks(traceback),
+        evidence=evidence,
+        span=None,
+        offending_flags=[],
+        explanation=f"{_unknown_explanation(traceback)} Its frames place the failure in "
+        f"{phase.text} (`{where}`): most likely a {phase.rule_class} failure.",
+        advice=list(phase.advice),
     )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from analyzer.core.lazy_pattern import LazyPattern
 from analyzer.core.model import Line, Match, ScannedLog, Traceback
 from analyzer.rulebook import logic as rulelogic
 from analyzer.rulebook.vocabulary import Rule
@@ -56,8 +57,8 @@ def _requirements_met(rule: Rule, log: ScannedLog) -> bool:
     return all(checks[r] for r in rule.requires)
 
 
-def _search(rule: Rule, text: str):
-    for pattern in rule.patterns:
+def _search(rule: Rule, text: str, patterns: tuple[LazyPattern, ...] | None = None):
+    for pattern in rule.patterns if patterns is None else patterns:
         found = pattern.search(text, timeout=PATTERN_TIMEOUT)
         if found:
             return found
@@ -85,24 +86,19 @@ def _traceback_matches(rule: Rule, log: ScannedLog) -> Iterator[Match]:
 
 
 def _traceback_search(rule: Rule, traceback: Traceback):
-    if rule.frame and not _frame_fits(rule, traceback.frames):
+    frames = traceback.frames
+    text = f"{traceback.exception_type}: {traceback.exception_message}".rstrip(": ")
+    if not frames and rule.frameless:
+        return _search(rule, text, rule.frameless)
+    if rule.frame and not any(
+        rule.frame.search(f"{f.file} {f.function}", timeout=PATTERN_TIMEOUT) for f in frames
+    ):
         return None
     if rule.code:
         last = traceback.last_frame
         if last is None or not rule.code.search(last.code, timeout=PATTERN_TIMEOUT):
             return None
-    text = f"{traceback.exception_type}: {traceback.exception_message}".rstrip(": ")
     return _search(rule, text)
-
-
-def _frame_fits(rule: Rule, frames: tuple) -> bool:
-    """A frame fits the rule's `frame`; with no frames at all, only if it is `frameless`."""
-    if not frames:
-        return rule.frameless
-    return any(
-        rule.frame.search(f"{f.file} {f.function}", timeout=PATTERN_TIMEOUT)  # type: ignore[union-attr]
-        for f in frames
-    )
 
 
 def _traceback_evidence(whole: Traceback, part: Traceback) -> tuple[Line, ...]:

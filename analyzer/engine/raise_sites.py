@@ -48,11 +48,12 @@ class FoundSite:
         condition = self.site.condition
         if len(condition) > QUOTED_CONDITION:
             condition = condition[: QUOTED_CONDITION - 3] + "..."
+        where = self.where
         if not condition:
-            return f"Raised at {self.where}."
+            return f"Raised at {where}."
         if self.site.kind == "assert":
-            return f"Raised at {self.where}: the assertion `{condition}` failed."
-        return f"Raised at {self.where}, because `{condition}`."
+            return f"Raised at {where}: the assertion `{condition}` failed."
+        return f"Raised at {where}, because `{condition}`."
 
 
 def error_catalog_for(version: str | None) -> ErrorCatalog | None:

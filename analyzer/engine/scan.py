@@ -61,6 +61,8 @@ STARTUP_MARKERS = (
     "load weight begin",
 )
 READY_MARKER = "The server is fired up and ready to roll"
+# models/registry.py import_model_classes: a model module that raised on import is skipped
+IMPORT_SKIPPED = "Ignore import error when loading "
 # Startup phases in the order SGLang prints them (model_runner.py: init_torch_distributed,
 # load_model, init_memory_pool, init_device_graphs; 0.1-0.2 spell some in lower case).
 PHASE_MARKERS = (
@@ -100,6 +102,7 @@ SCANNER_LITERALS = (
     "xited with code",
     *LAUNCH_HINTS,
     "Version: ",
+    IMPORT_SKIPPED,
     'File "',  # a traceback pasted without its header
     "Error",  # an exception line pasted alone (`...Error: ...`)
     "Exception",
@@ -116,6 +119,7 @@ MAX_MESSAGE_LINES = 10
 # `Load weight end` is a phase marker (in SCANNER_LITERALS); one per rank and model.
 WEIGHTS_LOADED = "Load weight end"
 MAX_WEIGHT_LOADS = 64
+MAX_SKIPPED_IMPORTS = 64
 
 
 class _TracebackBuilder:
@@ -145,7 +149,15 @@ class _TracebackBuilder:
             # a line SGLang's logger prefixed is a new record, never the exception line
             if not exc or not self.frames or line.timestamp or line.ranks:
                 return False
-            self.exception = (exc["type"], exc["msg"] or "")
+            message = exc["msg"] or ""
+            if TRACEBACK_START in message:
+                # the message embeds another process's traceback (up to 0.3 the launcher
+                # raised `RuntimeError: Initialization failed. controller_init_state:
+                # Traceback ...`): this line ends this traceback and starts that one
+                self.exception = (exc["type"], message.split(TRACEBACK_START)[0].rstrip())
+                self._append(line)
+                return False
+            self.exception = (exc["type"], message)
         self._append(line)
         return True
 
@@ -250,10 +262,14 @@ class Scanner:
         if "Error" in body or "Exception" in body or "OutOfResources" in body:
             alone = EXCEPTION_ALONE.match(body.strip())
             if alone and not alone["type"].endswith(NOT_FAILURES):
-                self._add_traceback(
-                    Traceback((line,), (), alone["type"], alone["msg"] or "", self.chain_next or ())
-                )
-                self.chain_next = None
+                chain, self.chain_next = self.chain_next or (), None
+                if alone["msg"] is not None and not alone["msg"].strip():
+                    # `ImportError: ` and nothing: Python prints a message that starts
+                    # with a newline on the lines below, as in a complete traceback
+                    self.traceback = _TracebackBuilder(line, chain)
+                    self.traceback.exception = (alone["type"], "")
+                    return
+                self._add_traceback(Traceback((line,), (), alone["type"], alone["msg"] or "", chain))
                 return
         if "error: " in body and (error := ARGPARSE_ALONE.match(body)):
             if error["prog"] is None or error["prog"].strip():
@@ -305,6 +321,9 @@ class Scanner:
             self.log.ready = line
         if WEIGHTS_LOADED in body and len(self.log.weight_loads) < MAX_WEIGHT_LOADS:
             self.log.weight_loads.append(line)
+        if IMPORT_SKIPPED in body and len(self.log.skipped_imports) < MAX_SKIPPED_IMPORTS:
+            if all(seen.body != body for seen in self.log.skipped_imports):  # once, not per rank
+                self.log.skipped_imports.append(line)
         if "xit code" in body or "xited with code" in body:
             exit_status = EXIT_STATUS.search(body)
             if exit_status:

@@ -39,11 +39,15 @@ from analyzer.engine.clients import (
     refused_finding,
 )
 from analyzer.engine.scan import SERVER_ARGS_MARKERS
+from analyzer.rulebook.logic import HTTP_FRAMEWORKS
 from analyzer.sglang.log_format import split_prefix
 
 # scheduler_components/metrics_reporter.py (`Prefill batch`, `Decode batch`) and uvicorn's
-# access log as SGLang configures it (`"POST /generate HTTP/1.1" 200 OK`)
-SERVING = ("Decode batch", "Prefill batch", '" 200 OK')
+# access log as SGLang configures it (`"POST /generate HTTP/1.1" 200 OK`). Only the first two
+# are the scheduler's: the HTTP process still answers requests the scheduler finished before
+# it died, so an access line before a death notice is no sign the scheduler lived on.
+SCHEDULER_SERVING = ("Decode batch", "Prefill batch")
+SERVING = (*SCHEDULER_SERVING, '" 200 OK')
 # tokenizer_manager's SignalHandler.sigterm_handler, uvicorn's handle_exit, Ctrl-C
 STOPS = ("SIGTERM received", "INFO:     Shutting down", "Waiting for connections to close",
          "KeyboardInterrupt")  # fmt: skip
@@ -53,6 +57,8 @@ DEATHS = ("hit an exception", "Received sigquit", "SIGQUIT received", "crashed w
 KINDS = {"stop": STOPS, "death": DEATHS, "restart": SERVER_ARGS_MARKERS}
 SEGMENT_BYTES = 64 * 1024
 SEGMENT_LINES = 256
+# the main process runs the HTTP server and the TokenizerManager; the scheduler is a child
+MAIN_PROCESS_CODE = ("sglang/srt/entrypoints/", "sglang/srt/managers/tokenizer", *HTTP_FRAMEWORKS)
 _SERVING_BYTES = tuple(m.encode() for m in SERVING)
 _REFUSED_BYTES = REFUSED_MARK.encode()
 _GONE_BYTES = CLIENT_GONE.encode()
@@ -176,8 +182,20 @@ class LifeSigns:
     def last_before(self, kind: str, before: int) -> tuple[int, str] | None:
         return max(((n, t) for n, t in self.marks[kind] if n < before), default=None)
 
-    def first_serving(self, after: int, before: int) -> tuple[int, str] | None:
-        """The first serving line strictly between two lines, if there is one."""
+    def first_serving(
+        self, after: int, before: int, scheduler_only: bool = False
+    ) -> tuple[int, str] | None:
+        """The first serving line strictly between two lines, if there is one (with
+        `scheduler_only`, a scheduler's batch line; stdin, which cannot be read again, counts
+        any serving line)."""
+        found = self._first_serving(after, before)
+        if found is None or not scheduler_only or _serves(found[1], SCHEDULER_SERVING):
+            return found
+        if self.reread is None:
+            return found
+        return self._first_in_lines(after, before, SCHEDULER_SERVING)
+
+    def _first_serving(self, after: int, before: int) -> tuple[int, str] | None:
         for segment in self.segments:
             if segment.serving_first is None or segment.serving_last is None:
                 continue
@@ -190,13 +208,15 @@ class LifeSigns:
             return self._first_in_lines(after, min(before, segment.last + 1))
         return None
 
-    def _first_in_lines(self, after: int, before: int) -> tuple[int, str] | None:
+    def _first_in_lines(
+        self, after: int, before: int, markers: tuple[str, ...] = SERVING
+    ) -> tuple[int, str] | None:
         if self.reread is None:
             return None
         for number, text in self.reread():
             if number >= before:
                 return None
-            if number > after and _serves(text):
+            if number > after and _serves(text, markers):
                 return number, text
         return None
 
@@ -243,11 +263,14 @@ def judge(incidents: list[Incident], log: ScannedLog, signs: LifeSigns) -> list[
         if incident.severity not in ("fatal", "error"):
             judged.append(incident)
             continue
-        client = client_of(_traceback_at(log, incident.line))
+        traceback = _traceback_at(log, incident.line)
+        client = client_of(traceback)
         if client is not None:
             judged.append(client_incident(incident, client))
             continue
-        judged.append(_survived(incident, log.summary.path, signs))
+        # the main process's own access lines show it alive; not a scheduler that died
+        own_access = traceback is None or _in_main_process(traceback)
+        judged.append(_survived(incident, log.summary.path, signs, not own_access))
     if signs.refused:
         shown = [split_prefix(log.summary.path, n, t) for n, t in signs.refused]
         capped = signs.refused_count >= REFUSED_COUNTED
@@ -255,16 +278,20 @@ def judge(incidents: list[Incident], log: ScannedLog, signs: LifeSigns) -> list[
     return judged
 
 
-def _survived(incident: Incident, source: str, signs: LifeSigns) -> Incident:
+def _survived(
+    incident: Incident, source: str, signs: LifeSigns, scheduler_only: bool = False
+) -> Incident:
     start = min((ln.number for ln in incident.evidence if ln.source == source), default=0)
     end = max((ln.number for ln in incident.evidence if ln.source == source), default=0)
     if not start:
         return incident
-    bounds = [signs.first_after(kind, end) for kind in ("death", "restart")]
-    bound = min((b for b in bounds if b is not None), default=signs.lines + 1)
+    death, restart = (signs.first_after(kind, end) for kind in ("death", "restart"))
+    bound = min((b for b in (death, restart) if b is not None), default=signs.lines + 1)
     # a death is not survived by serving after it (another DP rank's last batches)
     died = any(m in ln.text for ln in incident.evidence for m in DEATHS)
-    served = None if died else signs.first_serving(end, bound)
+    served = None
+    if not died:
+        served = signs.first_serving(end, bound, scheduler_only and bound == death)
     if served is not None:
         return _lowered(
             incident,
@@ -300,8 +327,38 @@ def _traceback_at(log: ScannedLog, number: int) -> Traceback | None:
     return None
 
 
-def _serves(text: str) -> bool:
-    return any(marker in text for marker in SERVING)
+def death_cause(log: ScannedLog, death: Line, signs: LifeSigns | None) -> Traceback | None:
+    """The traceback a death notice (`Received sigquit from a child process`) is the
+    consequence of: the last one before it, when nothing between shows the server alive
+    (startup progress, a batch of the scheduler's) and it is no request's (one through the
+    HTTP framework is answered with an error and the server serves on)."""
+    before = [t for t in log.tracebacks if t.lines[-1].number < death.number]
+    if not before:
+        return None
+    cause = before[-1]
+    end = cause.lines[-1].number
+    if _files_hold(cause, HTTP_FRAMEWORKS):
+        return None
+    if any(end < number < death.number for number, _ in log.phases):
+        return None
+    scheduler_only = not _in_main_process(cause)
+    if signs is not None and signs.first_serving(end, death.number, scheduler_only):
+        return None
+    return cause
+
+
+def _in_main_process(traceback: Traceback) -> bool:
+    """A traceback of the server's main process: its HTTP server and TokenizerManager."""
+    return _files_hold(traceback, MAIN_PROCESS_CODE)
+
+
+def _files_hold(traceback: Traceback, markers: tuple[str, ...]) -> bool:
+    files = [f.file.replace("\\", "/") for t in (*traceback.chain, traceback) for f in t.frames]
+    return any(marker in file for file in files for marker in markers)
+
+
+def _serves(text: str, markers: tuple[str, ...] = SERVING) -> bool:
+    return any(marker in text for marker in markers)
 
 
 def _line_at(data: bytes, at: int) -> str:

@@ -313,6 +313,39 @@ def raising_frame(match: Match, log: ScannedLog) -> dict[str, str] | None:
     }
 
 
+# models/registry.py import_model_classes (0.2-0.4 wrote ". " before the error)
+SKIPPED_IMPORT = LazyPattern(
+    r"Ignore import error when loading (?P<module>sglang\.srt\.models\.(?P<name>\w+))[.:] "
+    r"(?P<error>.*)"
+)
+ARCH_NAME = LazyPattern(r"[A-Za-z_]\w*")
+
+
+def masked_import(match: Match, log: ScannedLog) -> dict[str, str] | None:
+    """An architecture SGLang calls unsupported whose module failed to import earlier: the
+    skipped module is the one whose name starts the architecture's (`deepseek_v2` for
+    `DeepseekV3ForCausalLM`, letters only: the file names do not carry the version)."""
+    groups = match.groups
+    names = ARCH_NAME.findall(" ".join(groups.get(g, "") for g in ("archs", "arch", "module_arch")))
+    for line in log.skipped_imports:
+        skipped = SKIPPED_IMPORT.search(line.body)
+        if skipped is None or line.number > match.line.number:
+            continue
+        stem = _letters(skipped["name"])
+        arch = next((a for a in names if len(stem) >= 3 and _letters(a).startswith(stem)), None)
+        if arch is not None:
+            return {
+                "arch_name": arch,
+                "module": skipped["module"],
+                "import_error": skipped["error"].strip(),
+            }
+    return None
+
+
+def _letters(name: str) -> str:
+    return "".join(ch for ch in name.lower() if "a" <= ch <= "z")
+
+
 LOGIC: dict[str, Callable[[Match, ScannedLog], dict[str, str] | None]] = {
     "stalled_phase": stalled_phase,
     "pipeline_stages": pipeline_stages,
@@ -320,6 +353,7 @@ LOGIC: dict[str, Callable[[Match, ScannedLog], dict[str, str] | None]] = {
     "model_load_flags": model_load_flags,
     "proxy_hint": proxy_hint,
     "raising_frame": raising_frame,
+    "masked_import": masked_import,
     "two_flags": two_flags,
     "hidden_dims": hidden_dims,
     "memory_phase": memory_phase,

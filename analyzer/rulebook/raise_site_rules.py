@@ -63,14 +63,14 @@ class SiteFamily:
     def fits(self, site: ErrorSite) -> bool:
         function = site.function.rsplit(".", 1)[-1]
         return (
-            (not self.files or any(_glob(site.file, f) for f in self.files))
+            (not self.files or any(glob_path(site.file, f) for f in self.files))
             and (not self.functions or any(fnmatchcase(function, f) for f in self.functions))
             and (not self.exceptions or site.exception in self.exceptions)
             and (self.message is None or self.message.search(site.message) is not None)
         )
 
 
-def _glob(path: str, pattern: str) -> bool:
+def glob_path(path: str, pattern: str) -> bool:
     """fnmatch where `**/` also matches no folder at all."""
     return fnmatchcase(path, pattern) or fnmatchcase(path, pattern.replace("**/", ""))
 
@@ -111,11 +111,11 @@ def _family(data: dict[str, Any]) -> SiteFamily:
         rule_class=str(data["class"]),
         title=str(data["title"]),
         severity=severity,
-        files=_strings(data, "files"),
-        functions=_strings(data, "functions"),
-        exceptions=_strings(data, "exceptions"),
+        files=string_list(data, "files"),
+        functions=string_list(data, "functions"),
+        exceptions=string_list(data, "exceptions"),
         message=re.compile(message) if message else None,
-        advice=_strings(data, "advice"),
+        advice=string_list(data, "advice"),
         cases=tuple(
             FamilyCase(str(c["version"]), str(c["site"]), bool(c["fires"]))
             for c in data.get("cases", [])
@@ -123,7 +123,7 @@ def _family(data: dict[str, Any]) -> SiteFamily:
     )
 
 
-def _strings(data: dict[str, Any], key: str) -> tuple[str, ...]:
+def string_list(data: dict[str, Any], key: str) -> tuple[str, ...]:
     value = data.get(key, [])
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ValueError(f"{key!r} must be a list of strings")

@@ -8,8 +8,9 @@ One file per rule. The vocabulary (documented in rules/README.md):
     patterns                         `regex` patterns with named groups (any may match);
                                      group `hl`, if present, is the span highlighted
     frame, code                      traceback scope: a frame's file/function, the failing line
-    frameless                        with `frame`: an exception line pasted with no frames at
-                                     all is judged by its message alone
+    frameless                        traceback scope, with frame/code: how an exception pasted
+                                     without frames is judged: `true` (by `patterns`) or a list
+                                     of patterns whose message alone places it
     requires                         context the log must have (see REQUIREMENTS)
     flags, flags_group               flags involved, fixed or read from a named group
     logic, fix                       names of one Python function each (rulelogic / fixes)
@@ -94,8 +95,8 @@ class Rule:
     triggers: tuple[str, ...] = ()
     patterns: tuple[LazyPattern, ...] = ()
     frame: LazyPattern | None = None
-    frameless: bool = False
     code: LazyPattern | None = None
+    frameless: tuple[LazyPattern, ...] = ()
     requires: tuple[str, ...] = ()
     flags: tuple[str, ...] = ()
     flags_group: str | None = None
@@ -181,6 +182,9 @@ def _build(data: dict[str, Any], path: str) -> Rule:
         raise ValueError("a line rule needs patterns and trigger literals")
     if scope in ("usage", "traceback") and not patterns:
         raise ValueError(f"a {scope} rule needs patterns")
+    frameless = _frameless(data, patterns)
+    if frameless and not (scope == "traceback" and (data.get("frame") or data.get("code"))):
+        raise ValueError("frameless belongs to a traceback rule with a frame or code")
     doc = data["doc"]
     rule = Rule(
         id=_string(data, "id"),
@@ -195,8 +199,8 @@ def _build(data: dict[str, Any], path: str) -> Rule:
         triggers=triggers,
         patterns=patterns,
         frame=_optional_pattern(data, "frame"),
-        frameless=bool(data.get("frameless", False)),
         code=_optional_pattern(data, "code"),
+        frameless=frameless,
         requires=_strings(data, "requires"),
         flags=_strings(data, "flags"),
         flags_group=data.get("flags_group"),
@@ -243,6 +247,14 @@ def _string(data: dict[str, Any], key: str) -> str:
     return value.strip()
 
 
+def _frameless(data: dict[str, Any], patterns: tuple[LazyPattern, ...]) -> tuple[LazyPattern, ...]:
+    """`frameless = true` judges a frameless exception by the rule's own patterns."""
+    value = data.get("frameless", False)
+    if isinstance(value, bool):
+        return patterns if value else ()
+    return tuple(LazyPattern(p) for p in _strings(data, "frameless"))
+
+
 def _strings(data: dict[str, Any], key: str) -> tuple[str, ...]:
     value = data.get(key, [])
     if isinstance(value, str):
@@ -259,7 +271,7 @@ def _optional_pattern(data: dict[str, Any], key: str) -> LazyPattern | None:
 
 def compile_patterns(rule: Rule) -> None:
     """Compile every pattern of a rule now (raises regex.error for a bad one)."""
-    for pattern in (*rule.patterns, rule.frame, rule.code):
+    for pattern in (*rule.patterns, *rule.frameless, rule.frame, rule.code):
         if pattern is not None:
             _ = pattern.compiled
 

@@ -49,7 +49,7 @@ class VersionChoice:
 
     version: str
     reason: str
-    evidence: bool = True
+    evidence: bool = True  # False: the input says nothing of its release (the newest is used)
 
 
 @dataclass(frozen=True)
@@ -136,7 +136,7 @@ def _traceback_clue(log: ScannedLog, catalogs: Sequence[FlagCatalog]) -> _Clue |
     """Releases whose source has every fingerprinted frame's function at that line."""
     frames = [f for tb in log.tracebacks for t in (tb, *tb.chain) for f in t.frames]
     known = {name for c in catalogs for name in c.source_lines}
-    placed = [(path, f) for f in frames if (path := _package_path(f.file)) in known]
+    placed = [(path, f) for f in frames if (path := package_path(f.file)) in known]
     placed = [(path, f) for path, f in placed if f.function != "<module>"]
     if not placed:
         return None
@@ -145,7 +145,7 @@ def _traceback_clue(log: ScannedLog, catalogs: Sequence[FlagCatalog]) -> _Clue |
     return _Clue(fits, f"traceback lines fit sglang {_span(fits)} ({where})")
 
 
-def _package_path(file: str) -> str | None:
+def package_path(file: str) -> str | None:
     """`.../site-packages/sglang/srt/server_args.py` -> `srt/server_args.py`."""
     marker = "/sglang/"
     at = file.replace("\\", "/").rfind(marker)

@@ -1,0 +1,147 @@
+"""Frame phases as data: the startup phase a traceback cut before its exception line was in.
+
+`analyzer/catalogs/frame_phases.toml` maps SGLang's files and functions to the phases of its
+startup (distributed init, model loading, CUDA graph capture) and each phase to the class its
+failures have; a phase with `code` claims the innermost source line shown (a tensor being
+allocated). Read only for a cut traceback, so a complete log never loads it.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from analyzer.core.model import Frame
+from analyzer.rulebook.raise_site_rules import glob_path, string_list
+from analyzer.rulebook.vocabulary import RuleError
+from analyzer.sglang.releases import package_path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+PHASES_PACKAGE, PHASES_FILE = "analyzer.catalogs", "frame_phases.toml"
+KNOWN_KEYS = {"id", "class", "text", "code", "advice", "frames", "cases"}
+
+
+@dataclass(frozen=True)
+class FrameSet:
+    """Frames of these files (globs inside the sglang package) and functions (none: any)."""
+
+    files: tuple[str, ...]
+    functions: tuple[str, ...] = ()
+
+    def holds(self, path: str, function: str) -> bool:
+        return any(glob_path(path, f) for f in self.files) and (
+            not self.functions or any(fnmatchcase(function, f) for f in self.functions)
+        )
+
+
+@dataclass(frozen=True)
+class PhaseCase:
+    """A frame (`srt/x.py:function`) or a source line the phase must (not) claim."""
+
+    frame: str | None
+    code: str | None
+    fires: bool
+
+
+@dataclass(frozen=True)
+class FramePhase:
+    id: str
+    rule_class: str
+    text: str  # "model loading": what the explanation says the traceback was in
+    code: re.Pattern[str] | None = None
+    frames: tuple[FrameSet, ...] = ()
+    advice: tuple[str, ...] = ()
+    cases: tuple[PhaseCase, ...] = ()
+
+    @property
+    def rule_id(self) -> str:
+        """The `rule` an incident classified by this phase reports."""
+        return f"frame-phase:{self.id}"
+
+    def holds(self, path: str, function: str) -> bool:
+        name = function.rsplit(".", 1)[-1]
+        return any(s.holds(path, name) for s in self.frames)
+
+
+@dataclass(frozen=True)
+class PhaseFound:
+    """The phase of a cut traceback and the frame that placed it there."""
+
+    phase: FramePhase
+    frame: Frame
+
+    @property
+    def where(self) -> str:
+        """The frame's file inside the package (`sglang/srt/...`), else as printed."""
+        path = package_path(self.frame.file)
+        return f"sglang/{path}" if path else self.frame.file
+
+
+@cache
+def frame_phases() -> tuple[FramePhase, ...]:
+    """The shipped phases (raises RuleError when the file is malformed)."""
+    text = resources.files(PHASES_PACKAGE).joinpath(PHASES_FILE).read_text("utf-8")
+    path = f"analyzer/catalogs/{PHASES_FILE}"
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise RuleError(f"{path}: not valid TOML ({exc})") from None
+    phases = []
+    for entry in data.get("phase", []):
+        try:
+            phases.append(_phase(entry))
+        except (KeyError, TypeError, ValueError, re.error) as exc:
+            raise RuleError(f"{path}: phase {entry.get('id', '<no id>')}: {exc}") from None
+    return tuple(phases)
+
+
+def phase_of(frames: tuple[Frame, ...]) -> PhaseFound | None:
+    """The phase a traceback's frames were in: the innermost source line shown, if a `code`
+    phase claims it, else the outermost SGLang frame a phase holds (the step that failed)."""
+    phases = frame_phases()
+    shown = next((f for f in reversed(frames) if f.code), None)
+    for phase in phases:
+        if phase.code and shown is not None and phase.code.search(shown.code):
+            return PhaseFound(phase, shown)
+    for frame in frames:
+        path = package_path(frame.file)
+        if path is None:
+            continue
+        for phase in phases:
+            if phase.holds(path, frame.function):
+                return PhaseFound(phase, frame)
+    return None
+
+
+def _phase(data: dict[str, Any]) -> FramePhase:
+    unknown = sorted(set(data) - KNOWN_KEYS)
+    if unknown:
+        raise ValueError(f"unknown key(s) {', '.join(unknown)}")
+    frames = tuple(
+        FrameSet(string_list(f, "files"), string_list(f, "functions")) for f in data.get("frames", [])
+    )
+    code = data.get("code")
+    if not frames and not code:
+        raise ValueError("a phase needs frames or code")
+    return FramePhase(
+        id=str(data["id"]),
+        rule_class=str(data["class"]),
+        text=str(data["text"]),
+        code=re.compile(code) if code else None,
+        frames=frames,
+        advice=string_list(data, "advice"),
+        cases=tuple(
+            PhaseCase(c.get("frame"), c.get("code"), bool(c["fires"]))
+            for c in data.get("cases", [])
+        ),
+    )
+
