@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from analyzer.core.lazy_pattern import LazyPattern
 from analyzer.core.model import Match, ScannedLog
-from analyzer.rulebook.log_evidence import first_report, import_time, skipped_weights
+from analyzer.rulebook.log_evidence import first_report, import_time
 
 SHAPE_PAIR = LazyPattern(
     r"\((?P<a_rows>\d+)x(?P<a_cols>\d+) and (?P<b_rows>\d+)x(?P<b_cols>\d+)\)"
@@ -338,6 +338,5 @@ LOGIC: dict[str, Callable[[Match, ScannedLog], dict[str, str] | None]] = {
     "memory_phase": memory_phase,
     "unrecognized_flags": unrecognized_flags,
     "first_report": first_report,
-    "skipped_weights": skipped_weights,
     "import_time": import_time,
 }
