@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.core.model import Line, Traceback
+from analyzer.core.model import Frame, Line, Traceback
 from analyzer.engine.raise_sites import find_site
 from analyzer.pipeline import Options, analyze
 from analyzer.rulebook.raise_site_rules import family_of, site_families
@@ -107,6 +107,19 @@ def test_a_message_only_older_releases_raise_names_the_release(tmp_path: Path):
     # a message the newest release raises keeps the newest catalog, other catalogs unread
     log.write_text(f"AssertionError: {EP_TP}\n")
     assert analyze([str(log)]).catalog_version == "0.5.23"
+
+
+def test_a_message_is_placed_only_in_the_file_that_raised_it():
+    # server_args.__getattr__ words its AttributeError as Python does for any module
+    errors = load_error_catalog("0.5.23")
+    message = "module 'torch.compiler' has no attribute 'is_compiling'"
+    alone = find_site(_lone_exception(f"AttributeError: {message}"), errors)
+    assert alone is not None and alone.site.file == "srt/server_args.py"
+    raised = Line("x.log", 9, f"AttributeError: {message}", f"AttributeError: {message}")
+    frame = Frame(f"{PACKAGE}srt/utils/custom_op.py", 136, "<module>", "_is_compiling = ...")
+    elsewhere = Traceback((raised,), (frame,), "AttributeError", message)
+    found = find_site(elsewhere, errors)
+    assert found is None or found.site.file != "srt/server_args.py"
 
 
 def test_a_bare_assertion_is_placed_by_its_frame_in_its_own_release():

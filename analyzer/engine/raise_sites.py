@@ -6,7 +6,8 @@ shorter form of a message read with the raising frame's function); a message the
 cannot place (a bare `AssertionError`, `raise ValueError(msg)`) by the traceback's
 innermost frame, whose file and line are release-specific (`ErrorCatalog.site_at`). A
 traceback may have no frames at all (an exception line alone): then only the message
-speaks. The site's family (analyzer/catalogs/raise_sites.toml) gives a class when no rule does.
+speaks; one with frames is placed by its message only at a site in its innermost frame's
+file. The site's family (analyzer/catalogs/raise_sites.toml) gives a class when no rule does.
 """
 
 from __future__ import annotations
@@ -71,10 +72,13 @@ def find_site(traceback: Traceback, errors: ErrorCatalog) -> FoundSite | None:
     message = traceback.exception_message.strip()
     if message:
         found = errors.place(traceback.exception_type, message, frame.function if frame else None)
+        if frame is not None:
+            # the innermost frame is where it was raised: a site in another file has the
+            # same words (Python's own "module 'x' has no attribute 'y'"), not this error
+            found = [s for s in found if _same_file(frame.file, s.file)]
         if found:
-            here = [s for s in found if frame and _same_file(frame.file, s.file)]
-            spanning = [s for s in here if s.line <= frame.lineno <= s.end_line] if frame else []
-            site = (spanning or here or found)[0]
+            spanning = [s for s in found if s.line <= frame.lineno <= s.end_line] if frame else []
+            site = (spanning or found)[0]
             return FoundSite(site, family_of(site), "message")
     if frame is None:
         return None

@@ -79,6 +79,8 @@ PHASE_MARKERS = (
     ("CUDA graph begin", "cuda_graph_capture"),
     ("cuda graph end", "cuda_graph_captured"),
     ("CUDA graph end", "cuda_graph_captured"),
+    # uvicorn's startup line: the HTTP side is up and the warmup thread sends its requests
+    ("Uvicorn running on", "http_warmup"),
     (READY_MARKER, "serving"),
 )
 EXIT_STATUS = LazyPattern(r"\b[Ee]xit(?:ed with)? code:? ?(?P<code>-?\d+)")

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from analyzer.core.lazy_pattern import LazyPattern
 from analyzer.core.model import Match, ScannedLog
 from analyzer.rulebook.features import frame_flags, named_features
+from analyzer.rulebook.log_evidence import first_report, import_time
 from analyzer.sglang.flag_history import shipped_history
 
 SHAPE_PAIR = LazyPattern(
@@ -160,6 +161,7 @@ def _phase_at(match: Match, log: ScannedLog) -> str:
             "kv_cache_allocated": "kv_cache",
             "cuda_graph_capture": "cuda_graph_capture",
             "cuda_graph_captured": "serving",
+            "http_warmup": "serving",
             "serving": "serving",
         }[name]
     return phase
@@ -248,29 +250,56 @@ STALL_TEXT = {
     "kv_cache_allocated": "after the KV cache was allocated, before CUDA graph capture",
     "cuda_graph_capture": "during CUDA graph capture",
     "cuda_graph_captured": "after CUDA graph capture, before the server said it was ready",
+    "http_warmup": "in the warmup request, after the HTTP server started",
 }
 PHASE_ORDER = tuple(STALL_TEXT)
+# Phases a rank enters and must leave (a `begin` with no `end` yet): a log that stops in one
+# shows where it waits. The others are boundaries: a step ended there. A rank that printed
+# more after its boundary line had started the next step; one whose last line is the end
+# of a step (every rank alike) was waiting for nothing: a paste cut there, or a server
+# still going, no evidence of a stall.
+OPEN_PHASES = ("distributed_init", "weight_loading", "cuda_graph_capture", "http_warmup")
 
 
 def stalled_phase(match: Match, log: ScannedLog) -> dict[str, str] | None:
     """The startup phase each rank last reached, for a log that stops without an error.
 
-    Ranks that stopped earlier than the others are named: they are where to look.
+    A stall needs evidence: a rank inside an open phase, or ranks that stopped at different
+    points. Ranks that stopped earlier than the others are named: they are where to look.
     """
     reached = {rank: phase for rank, (phase, _) in log.last_phase.items() if phase in STALL_TEXT}
+    if "http_warmup" in reached.values() and not any(
+        name not in ("http_warmup", "serving") for _, name in log.phases
+    ):
+        return None  # uvicorn alone is any web app (a router, a client's mock server)
     if not reached:
         return {"phase": "startup", "phase_text": "early in startup", "behind": ""}
-    latest = max(reached.values(), key=PHASE_ORDER.index)
-    earliest = min(reached.values(), key=PHASE_ORDER.index)
-    behind = sorted(r for r, phase in reached.items() if phase == earliest and r)
-    ahead = sorted(r for r, phase in reached.items() if phase != earliest and r)
+    inside = [phase for rank, phase in reached.items() if _waiting(rank, phase, log)]
+    if not inside and len(set(reached.values())) == 1:
+        return None
+    stalled = min(inside or reached.values(), key=PHASE_ORDER.index)
+    behind = sorted(r for r, phase in reached.items() if phase == stalled and r)
+    ahead = sorted(
+        r
+        for r, phase in reached.items()
+        if PHASE_ORDER.index(phase) > PHASE_ORDER.index(stalled) and r
+    )
     note = ""
-    if earliest != latest and behind:
+    if behind and ahead:
         note = (
             f" Not every rank got as far: {', '.join(behind)} stopped "
-            f"{STALL_TEXT[earliest]} while {', '.join(ahead)} got further."
+            f"{STALL_TEXT[stalled]} while {', '.join(ahead)} got further."
         )
-    return {"phase": earliest, "phase_text": STALL_TEXT[earliest], "behind": note}
+    return {"phase": stalled, "phase_text": STALL_TEXT[stalled], "behind": note}
+
+
+def _waiting(rank: str, phase: str, log: ScannedLog) -> bool:
+    """The rank was inside a step when the log stopped: an open phase, or lines of its own
+    after the boundary it last reached."""
+    if phase in OPEN_PHASES:
+        return True
+    boundary = log.last_phase[rank][1].number
+    return any(ln.number > boundary and (ln.rank_label or "") == rank for ln in log.tail)
 
 
 def pipeline_stages(match: Match, log: ScannedLog) -> dict[str, str] | None:
@@ -358,4 +387,6 @@ LOGIC: dict[str, Callable[[Match, ScannedLog], dict[str, str] | None]] = {
     "hidden_dims": hidden_dims,
     "memory_phase": memory_phase,
     "unrecognized_flags": unrecognized_flags,
+    "first_report": first_report,
+    "import_time": import_time,
 }
