@@ -74,6 +74,7 @@ class _Context:
     by_id: dict[str, Rule]
     catalog: FlagCatalog
     options: Options
+    named_release: str | None = None  # a release only exception messages told: named in sites
 
 
 def analyze(
@@ -138,9 +139,10 @@ def _for_input(context: _Context, summary: InputSummary, log: ScannedLog) -> _Co
 
 def _with_catalog(context: _Context, summary: InputSummary, choice: VersionChoice) -> _Context:
     summary.catalog_version, summary.catalog_reason = choice.version, choice.reason
+    named = choice.version if choice.by_messages else None
     if choice.version == context.catalog.version:
-        return context
-    return replace(context, catalog=load_catalog(choice.version))
+        return replace(context, named_release=named)
+    return replace(context, catalog=load_catalog(choice.version), named_release=named)
 
 
 def _metrics(text_input: TextInput) -> list[RunMetrics]:
@@ -266,6 +268,8 @@ def _fallback(
 
     errors = error_catalog_for(context.catalog.version)
     found = find_site_in_chain(traceback, errors) if errors else None
+    if found is not None and context.named_release:
+        found = replace(found, release=context.named_release)
     if found is None:
         return incidents_stage.fallback_incident(
             log, traceback, phase=_cut_phase(traceback), death=death
@@ -306,7 +310,10 @@ def _raise_site(match: Match, context: _Context) -> FoundSite | None:
         return None
     parts = (traceback, *traceback.chain)
     part = next((p for p in parts if p.exception_line == match.line), traceback)
-    return find_site(part, errors)
+    found = find_site(part, errors)
+    if found is not None and context.named_release:
+        found = replace(found, release=context.named_release)
+    return found
 
 
 def _traceback_of(match: Match, log: ScannedLog) -> Traceback | None:

@@ -34,6 +34,7 @@ class FoundSite:
     site: ErrorSite
     family: SiteFamily | None
     found_by: str  # "message" | "frame"
+    release: str | None = None  # named when only the message told which release raised it
 
     @property
     def where(self) -> str:
@@ -49,7 +50,7 @@ class FoundSite:
         condition = self.site.condition
         if len(condition) > QUOTED_CONDITION:
             condition = condition[: QUOTED_CONDITION - 3] + "..."
-        where = self.where
+        where = f"{self.where} (sglang {self.release}'s source)" if self.release else self.where
         if not condition:
             return f"Raised at {where}."
         if self.site.kind == "assert":

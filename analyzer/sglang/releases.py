@@ -22,7 +22,7 @@ come from a release we ship no catalog for.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import regex
@@ -50,6 +50,7 @@ class VersionChoice:
     version: str
     reason: str
     evidence: bool = True  # False: the input says nothing of its release (the newest is used)
+    by_messages: bool = False  # only the exception messages told the release
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,7 @@ def by_messages(
     """A choice no clue narrowed, narrowed by the input's exception messages (read only
     then: the error catalogs are large, and every other clue is better evidence)."""
     clue = _message_clue(log)
-    return narrow(catalogs, [clue]) if clue else choice
+    return replace(narrow(catalogs, [clue]), by_messages=True) if clue else choice
 
 
 def choose_for_text(
