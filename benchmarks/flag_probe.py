@@ -254,7 +254,8 @@ def run(packages: list[Path], misses: int) -> dict[str, Tally]:
         for package in packages:
             for probe in probes(package):
                 for form, text in pastes(probe).items():
-                    key = f"{'logged' if probe.logged else 'raised'} {form}"
+                    kind = "logged" if probe.logged else "raised"
+                    key = f"{kind} {form}, {'named' if probe.named else 'implied only'}"
                     tally = tallies.setdefault(key, Tally())
                     got = reported_flags(text, folder)
                     right, extra = judge(probe, got)
@@ -282,12 +283,11 @@ def main() -> None:
     tallies = run(packages, args.misses)
     releases = ", ".join(package_version(p) for p in packages)
     print(f"runtime messages naming or implying a server argument, sglang {releases}:")
-    for key in ("raised alone", "raised traceback", "logged traceback"):
-        if key in tallies:
-            print(tallies[key].line(key))
-            for miss in tallies[key].misses:
-                print(miss)
-    raised = [tallies[k] for k in ("raised alone", "raised traceback") if k in tallies]
+    for key in sorted(tallies):
+        print(tallies[key].line(key))
+        for miss in tallies[key].misses:
+            print(miss)
+    raised = [t for k, t in tallies.items() if k.startswith("raised")]
     total = Tally(
         sum(t.cases for t in raised), sum(t.right for t in raised), sum(t.extra for t in raised)
     )
