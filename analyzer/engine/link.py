@@ -105,7 +105,9 @@ def exception_flags(
         options = [t for t in TOKEN.findall(text) if t.startswith("--")]
         found += [f for f in (catalog.canonical(o) for o in options) if f]
         fields = [t for t in TOKEN.findall(text) if not t.startswith("-")]
-        fields += _phrase_dests(text, catalog, MESSAGE_PROSE_SIZES)
+        # prose is words between spaces: not a path's or an identifier's pieces
+        prose = " ".join(w for w in text.split() if not PROSE_EXCLUDED.search(w))
+        fields += _phrase_dests(prose, catalog, MESSAGE_PROSE_SIZES)
         named = [s.long for s in (catalog.by_dest(d) for d in fields) if s]
         found += [f for f in named if given is None or f in given]
     return list(dict.fromkeys(found))
@@ -134,6 +136,7 @@ WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 # two as well (`TP size`, `context length`, `page size`: 176 `TP size` in 0.5.23's source)
 GROUP_PROSE_SIZES = (5, 4, 3)
 MESSAGE_PROSE_SIZES = (5, 4, 3, 2)
+PROSE_EXCLUDED = re.compile(r"[_/\\=.:]\w")
 
 
 def _phrase_dests(
