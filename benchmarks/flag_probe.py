@@ -76,7 +76,9 @@ LOGGED = frozenset({"warning", "warn", "error", "critical", "exception"})
 SAMPLE_NUMBER, SAMPLE_TEXT = "8", "x1"
 PREFIX = "[2025-06-01 10:00:00 TP0] "
 OPTION = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*[a-z0-9]")
-FIELD = re.compile(r"(?<![\w.])[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?![\w(])")
+FIELD = re.compile(
+    r"(?:(?<![\w.])|(?<=self\.)|(?<=server_args\.))[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?![\w(])"
+)
 WORD = re.compile(r"[a-z][a-z0-9]*")
 
 
@@ -145,7 +147,10 @@ def named_flags(literal_text: str, catalog: FlagCatalog) -> list[str]:
     text = literal_text.lower()
     found = [f for f in (catalog.canonical(o) for o in OPTION.findall(text)) if f]
     found += [s.long for s in (catalog.by_dest(d) for d in FIELD.findall(text)) if s]
-    words = WORD.findall(text.replace("-", " ").replace("_", " "))
+    # prose: words between spaces, hyphens read as spaces (`kv-cache-dtype`); a token
+    # holding `_`, `/`, `=` or a dotted name is an identifier or a path, no prose
+    prose = " ".join(w for w in text.split() if not re.search(r"[_/=]|\.\w", w))
+    words = WORD.findall(prose.replace("-", " "))
     for size in (5, 4, 3, 2):
         for start in range(len(words) - size + 1):
             run = words[start : start + size]

@@ -51,6 +51,13 @@ def test_a_field_or_prose_is_blamed_only_when_the_command_sets_it():
     assert exception_flags(prose, CATALOG, setting) == ["--tp-size"]
 
 
+def test_a_field_read_off_self_is_a_field():
+    # disaggregation/: `Invalid self.disaggregation_mode=...`; a dotted name of no field is not
+    lone = _lone("Invalid self.disaggregation_mode='x'", "ValueError")
+    assert exception_flags(lone, CATALOG, None) == ["--disaggregation-mode"]
+    assert exception_flags(_lone("bad self.kv_pool_size=3"), CATALOG, None) == []
+
+
 def test_hyphenated_fields_and_chained_causes_are_read():
     cause = _lone("TensorRT-LLM MLA backend only supports kv-cache-dtype of fp8_e4m3 or auto.")
     final = _lone("boom", chain=(cause,))

@@ -105,6 +105,7 @@ def exception_flags(
         options = [t for t in TOKEN.findall(text) if t.startswith("--")]
         found += [f for f in (catalog.canonical(o) for o in options) if f]
         fields = [t for t in TOKEN.findall(text) if not t.startswith("-")]
+        fields += SERVER_ARGS_ATTRIBUTE.findall(text)  # `Invalid self.disaggregation_mode=...`
         # prose is words between spaces: not a path's or an identifier's pieces
         prose = " ".join(w for w in text.split() if not PROSE_EXCLUDED.search(w))
         fields += _phrase_dests(prose, catalog, MESSAGE_PROSE_SIZES)
@@ -136,6 +137,7 @@ WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 # two as well (`TP size`, `context length`, `page size`: 176 `TP size` in 0.5.23's source)
 GROUP_PROSE_SIZES = (5, 4, 3)
 MESSAGE_PROSE_SIZES = (5, 4, 3, 2)
+SERVER_ARGS_ATTRIBUTE = re.compile(r"\b(?:self|server_args)\.([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b")
 PROSE_EXCLUDED = re.compile(r"[_/\\=.:]\w")
 
 
