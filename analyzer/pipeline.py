@@ -26,7 +26,7 @@ from analyzer.core.read import TextInput, open_inputs
 from analyzer.engine import incident as incidents_stage
 from analyzer.engine.clients import PRIORITIES as CLIENT_PRIORITIES
 from analyzer.engine.correct import choose_command, propose
-from analyzer.engine.link import link, reported_flags, site_flags
+from analyzer.engine.link import exception_flags, link, reported_flags, site_flags
 from analyzer.engine.literal_scan import LiteralFinder, finder_for, scan_chunks
 from analyzer.engine.match import match_rules
 from analyzer.engine.redact import redact_report
@@ -270,10 +270,6 @@ def _fallback(
     found = find_site_in_chain(traceback, errors) if errors else None
     if found is not None and context.named_release:
         found = replace(found, release=context.named_release)
-    if found is None:
-        return incidents_stage.fallback_incident(
-            log, traceback, phase=_cut_phase(traceback), death=death
-        )
     line = traceback.exception_line
     choice = choose_command(
         context.options.command,
@@ -282,8 +278,19 @@ def _fallback(
         context.catalog,
         before_line=line.number,
     )
-    flags = site_flags(found.site, context.catalog, choice.command if choice else None)
+    command = choice.command if choice else None
+    named = exception_flags(traceback, context.catalog, command)
+    if found is None:
+        return incidents_stage.fallback_incident(
+            log,
+            traceback,
+            flags=reported_flags(named, context.catalog),
+            phase=_cut_phase(traceback),
+            death=death,
+        )
+    flags = site_flags(found.site, context.catalog, command)
     flags += [f for f in traceback_flags(traceback) if f not in flags]
+    flags += [f for f in named if f not in flags]
     return incidents_stage.fallback_incident(
         log, traceback, found, reported_flags(flags, context.catalog), death=death
     )
@@ -358,7 +365,11 @@ def _incident(
     proposal = propose(finding, rule, choice, context.catalog, log.server_args)
     flags = [*finding.flags, *(f for f in proposal.flags if f not in finding.flags)]
     # the features the traceback ran through or names (analyzer/catalogs/features.toml)
-    flags.extend(f for f in traceback_flags(_traceback_of(match, log)) if f not in flags)
+    traceback = _traceback_of(match, log)
+    flags.extend(f for f in traceback_flags(traceback) if f not in flags)
+    # the flags its exception message spells (an option, a field, a field in prose)
+    named = exception_flags(traceback, context.catalog, choice.command if choice else None)
+    flags.extend(f for f in named if f not in flags)
     explanation = finding.explanation
     found = _raise_site(match, context)
     if found is not None:

@@ -113,7 +113,7 @@ def fallback_incident(
     death: Line | None = None,
 ) -> Incident:
     """The incident for a traceback no rule explains: of the class of the raise site's
-    family (`found`, with the `flags` it blames), else, for a traceback cut before its
+    family (`found`; `flags`: those it blames and the message spells), else, for a traceback cut before its
     exception line, of the startup phase its frames were in (an `error`: the exception itself
     is not there), else a crash when a child's `death` notice followed it, else `unknown`."""
     shown = [traceback.first, *traceback.lines[-4:], *([death] if death else [])]
@@ -122,8 +122,11 @@ def fallback_incident(
     family = found.family if found else None
     if family is None and phase is not None:
         incident = _phase_incident(log, traceback, evidence, phase)
+        incident.offending_flags = list(flags or [])
     elif family is None and death is not None:
-        return _death_incident(log, traceback, evidence, death)
+        incident = _death_incident(log, traceback, evidence, death)
+        incident.offending_flags = list(flags or [])
+        return incident
     else:
         explanation = _unknown_explanation(traceback)
         incident = Incident(

@@ -12,7 +12,7 @@ import re
 import string
 from typing import TYPE_CHECKING
 
-from analyzer.core.model import Finding, Match
+from analyzer.core.model import Finding, Match, Traceback
 from analyzer.rulebook.features import phrase_flags
 from analyzer.rulebook.vocabulary import Advice, Rule
 from analyzer.sglang.catalog import FlagCatalog
@@ -80,6 +80,40 @@ def site_flags(site: ErrorSite, catalog: FlagCatalog, command: LaunchCommand | N
     return [flag for flag in candidates if flag in given]
 
 
+def exception_flags(
+    traceback: Traceback | None, catalog: FlagCatalog, command: LaunchCommand | None
+) -> list[str]:
+    """The flags a traceback's exception messages (its chained causes' too) spell.
+
+    SGLang's runtime messages name the setting at fault in three ways: as the option
+    (`Not enough memory. Please try to increase --mem-fraction-static.`,
+    distributed/bootstrap.py: `--enable-tp-lm-head-all-to-all requires ...`), as the
+    ServerArgs field (`len(partitions)=... does not match pp_size=...`,
+    distributed/utils.py get_pp_indices) or in prose (`... divisible by TP size`,
+    `longer than the model's context length`). An option is the flag SGLang asks about,
+    set or not. A field or prose is a value SGLang read: with the launch command known,
+    only a flag the command sets is the one at fault (a default is no one's choice).
+    """
+    if traceback is None:
+        return []
+    given = set(_canonical_all(command.flags(), catalog)) if command is not None else None
+    found: list[str] = []
+    for part in (traceback, *traceback.chain):
+        text = part.exception_message
+        if not text:
+            continue
+        options = [t for t in TOKEN.findall(text) if t.startswith("--")]
+        found += [f for f in (catalog.canonical(o) for o in options) if f]
+        fields = [t for t in TOKEN.findall(text) if not t.startswith("-")]
+        fields += SERVER_ARGS_ATTRIBUTE.findall(text)  # `Invalid self.disaggregation_mode=...`
+        # prose is words between spaces: not a path's or an identifier's pieces
+        prose = " ".join(w for w in text.split() if not PROSE_EXCLUDED.search(w))
+        fields += _phrase_dests(prose, catalog, MESSAGE_PROSE_SIZES)
+        named = [s.long for s in (catalog.by_dest(d) for d in fields) if s]
+        found += [f for f in named if given is None or f in given]
+    return list(dict.fromkeys(found))
+
+
 def reported_flags(flags: list[str], catalog: FlagCatalog) -> list[str]:
     """An incident's flags as the report writes them: each option under the newest
     release's spelling of it (`--tp-size`, also for a 0.5.6.post2 log), no duplicates."""
@@ -99,11 +133,21 @@ def _canonical_all(names, catalog: FlagCatalog) -> list[str]:
 WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 
 
-def _phrase_dests(text: str, catalog: FlagCatalog) -> list[str]:
+# a rule's flags group reads prose fields of three words and more; an exception message
+# two as well (`TP size`, `context length`, `page size`: 176 `TP size` in 0.5.23's source)
+GROUP_PROSE_SIZES = (5, 4, 3)
+MESSAGE_PROSE_SIZES = (5, 4, 3, 2)
+SERVER_ARGS_ATTRIBUTE = re.compile(r"\b(?:self|server_args)\.([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b")
+PROSE_EXCLUDED = re.compile(r"[_/\\=.:]\w")
+
+
+def _phrase_dests(
+    text: str, catalog: FlagCatalog, sizes: tuple[int, ...] = GROUP_PROSE_SIZES
+) -> list[str]:
     """ServerArgs fields written as prose: "Tokenizer worker num must >= 1"."""
     words = [w.lower() for w in WORD.findall(text)]
     found = []
-    for size in (5, 4, 3):
+    for size in sizes:
         for start in range(len(words) - size + 1):
             dest = "_".join(words[start : start + size])
             if catalog.by_dest(dest):

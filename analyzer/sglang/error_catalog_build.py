@@ -459,8 +459,8 @@ class Miner:
             site["first_line_pattern"] = message.first_line_pattern
         at.sites.append(site)
 
-    def mine(self) -> list[dict[str, Any]]:
-        paths = sorted({p for pattern in MINED_FILES for p in self.package.glob(pattern)})
+    def mine(self, files: Sequence[str] = MINED_FILES) -> list[dict[str, Any]]:
+        paths = sorted({p for pattern in files for p in self.package.glob(pattern)})
         sites: list[dict[str, Any]] = []
         for path in paths:
             mod = self.module(path)
@@ -471,8 +471,14 @@ class Miner:
 
 
 # -- the release, its flag catalog, the JSON ---------------------------------------------
-def build_error_catalog(package: Path, flag_catalog: dict[str, Any]) -> dict[str, Any]:
-    """The error catalog of the release at `package`, flags from its `flag_catalog` (JSON)."""
+def build_error_catalog(
+    package: Path,
+    flag_catalog: dict[str, Any],
+    files: Sequence[str] = MINED_FILES,
+    miner_class: type[Miner] = Miner,
+) -> dict[str, Any]:
+    """The error catalog of the release at `package`, flags from its `flag_catalog` (JSON).
+    `files` and `miner_class`: what benchmarks/flag_probe.py mines beyond the shipped set."""
     long_of = {}
     for option in flag_catalog["options"]:
         strings = option["option_strings"]
@@ -484,10 +490,10 @@ def build_error_catalog(package: Path, flag_catalog: dict[str, Any]) -> dict[str
         for o in flag_catalog["options"]
         if o.get("type") == "int" and isinstance(o.get("default"), int) and not o.get("nargs")
     }
-    miner = Miner(package, long_of, numbers)
+    miner = miner_class(package, long_of, numbers)
     for field, dest in miner.aliases.items():
         long_of.setdefault(field, long_of[dest])
-    entries = miner.mine()
+    entries = miner.mine(files)
     for entry in entries:
         entry["flags"] = sorted({long_of[r] for r in entry["reads"] if r in long_of})
         for key in ("condition", "context"):
@@ -497,7 +503,7 @@ def build_error_catalog(package: Path, flag_catalog: dict[str, Any]) -> dict[str
         "sglang_version": package_version(package),
         "flag_catalog": flag_catalog.get("sglang_version"),
         "how": HOW,
-        "files": list(MINED_FILES),
+        "files": list(files),
         "entries": entries,
     }
 
