@@ -44,12 +44,14 @@ ARGPARSE_ALONE = LazyPattern(
     + r").*)$"
 )
 # An exception line with no traceback around it (`KeyError: 'midlayer...'` pasted alone):
-# a dotted name ending like an exception class. Interrupts and exits are how processes stop,
-# not failures.
+# a dotted name ending like an exception class, or a class of a module of exceptions
+# (`requests.exceptions.InvalidURL`). Interrupts and exits are how processes stop, not failures.
 EXCEPTION_ALONE = LazyPattern(
-    r"^(?P<type>(?:[a-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception|OutOfResources)|Exception))"
+    r"^(?P<type>(?:[a-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception|OutOfResources)|Exception)"
+    r"|(?:[a-z_]\w*\.)*(?:exceptions|errors)\.[A-Z]\w*)"
     r"(?::\s?(?P<msg>.*))?$"
 )
+EXCEPTION_MODULES = ("exceptions.", "errors.")
 NOT_FAILURES = ("CancelledError",)
 SERVER_ARGS_MARKERS = ("server_args=ServerArgs(", "server_args={")
 STARTUP_MARKERS = (
@@ -109,6 +111,7 @@ SCANNER_LITERALS = (
     "Error",  # an exception line pasted alone (`...Error: ...`)
     "Exception",
     "OutOfResources",
+    *EXCEPTION_MODULES,
     *(f"error: {phrase}" for phrase in ARGPARSE_PHRASES),
 )
 
@@ -261,7 +264,7 @@ class Scanner:
             self.chain_next = None
             self.traceback.frames.append(_frame(FRAME.match(body)))
             return
-        if "Error" in body or "Exception" in body or "OutOfResources" in body:
+        if any(word in body for word in ("Error", "Exception", "OutOfResources", *EXCEPTION_MODULES)):
             alone = EXCEPTION_ALONE.match(body.strip())
             if alone and not alone["type"].endswith(NOT_FAILURES):
                 chain, self.chain_next = self.chain_next or (), None

@@ -235,6 +235,20 @@ def proxy_hint(match: Match, log: ScannedLog) -> dict[str, str] | None:
     return {"proxy_evidence": ""}
 
 
+# addresses a server binds to that name no host to connect to (server_args.url() puts
+# --host in the warmup URL as given: `http://:30000`, `http://0.0.0.0:30000`)
+UNROUTED_HOSTS = frozenset({"", "0.0.0.0", "[::]", "::"})
+
+
+def warmup_hint(match: Match, log: ScannedLog) -> dict[str, str] | None:
+    """`proxy_hint`, and --host when the warmup URL holds a host no one can connect to or
+    a proxy will not bypass."""
+    found = proxy_hint(match, log) or {}
+    host = match.groups.get("host")
+    found["host_flag"] = "--host" if host is not None and host in UNROUTED_HOSTS else ""
+    return found
+
+
 def model_load_flags(match: Match, log: ScannedLog) -> dict[str, str] | None:
     """Link --trust-remote-code when the loader says the model needs its own code."""
     detail = match.groups.get("detail", "")
@@ -381,6 +395,7 @@ LOGIC: dict[str, Callable[[Match, ScannedLog], dict[str, str] | None]] = {
     "failing_check": failing_check,
     "model_load_flags": model_load_flags,
     "proxy_hint": proxy_hint,
+    "warmup_hint": warmup_hint,
     "raising_frame": raising_frame,
     "masked_import": masked_import,
     "two_flags": two_flags,
