@@ -488,10 +488,11 @@ def _analyze_transcript(
     found: dict[int, list[Incident]] = {}
     clients: list[Incident] = []  # a client's failure found in a log view
     tail: list[Line] = []
-    for attempt in session.attempts:
-        launch = [Line(text_input.path, 0, attempt.launch.text, attempt.launch.text)]
+
+    def views_incidents(views, launch: list[Line] | None, attempt: int | None) -> list[Incident]:
+        nonlocal tail
         incidents: list[Incident] = []
-        for view in attempt.views:
+        for view in views:
             log = scan_view(view, text_input.path, triggers)
             here = context
             if not choice.evidence:  # the log text shown may still name its release
@@ -499,12 +500,13 @@ def _analyze_transcript(
                 here = _with_catalog(context, summary, told)
             # a view is part of a log, possibly taken mid-startup: whole-log verdicts
             # (empty, ended without error) are the transcript's to make, with its evidence
-            found_here = analyze_log(log, here, launch, "transcript", signs_of_lines(view.lines))
+            source = "transcript" if launch else "log"
+            found_here = analyze_log(log, here, launch, source, signs_of_lines(view.lines))
             # warnings stay out: an attempt's incidents decide that it failed
             kept = [i for i in found_here if i.rule not in view_only and not _is_warning(i)]
             incidents.extend(kept)
             for finding in [i for i in found_here if _is_client_finding(i)]:
-                finding.attempt = attempt.number
+                finding.attempt = attempt
                 clients.append(finding)
             if kept or not tail:
                 tail = log.tail
@@ -512,11 +514,17 @@ def _analyze_transcript(
             # views are parts of one log: what another part classified, `unknown` only repeats
             incidents = [i for i in incidents if i.rule != "unknown"]
         for incident in incidents:
-            incident.attempt = attempt.number
-        found[attempt.number] = incidents
+            incident.attempt = attempt
+        return incidents
+
+    for attempt in session.attempts:
+        launch = [Line(text_input.path, 0, attempt.launch.text, attempt.launch.text)]
+        found[attempt.number] = views_incidents(attempt.views, launch, attempt.number)
+    # with no launch to follow, the SGLang log text the session saw still shows the failure
+    loose = [] if session.attempts else views_incidents(session.loose_views, None, None)
     diagnosis = diagnose(session, found, text_input.path, context.catalog.canonical)
     everything = [i for number in sorted(found) for i in found[number]] + diagnosis.incidents
-    everything += client_incidents(session, clients, text_input.path)
+    everything += loose + client_incidents(session, clients, text_input.path)
     return everything, diagnosis.timeline, tail
 
 

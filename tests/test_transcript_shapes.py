@@ -341,3 +341,61 @@ def test_truncated_bash_output_without_its_file_keeps_the_head(tmp_path):
     report = analyze([str(copy)])
     assert [i.rule_class for i in report.incidents] != ["watchdog_timeout"]
     assert any("only their head was read" in n for n in report.inputs[0].notes)
+
+
+# --------------------------------------------------------------------------- no readable launch
+
+CRASH = (
+    "[2026-01-02 10:00:09 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+    '  File "/opt/sglang/python/sglang/srt/model_executor/model_runner.py", line 300, in load_model\n'
+    "    self.model = get_model(\n"
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB."
+)
+
+
+def test_a_server_launched_in_a_container_and_its_logs_are_an_attempt(tmp_path):
+    launch = (
+        "docker run --gpus all -d --shm-size 16g -p 30000:30000 --name llm lmsysorg/sglang:latest "
+        "python3 -m sglang.launch_server --model-path /models/m --tp-size 2 --port 30000"
+    )
+    path = _claude(
+        tmp_path,
+        [
+            _use("a1", "t1", "Bash", {"command": launch}),
+            _answer("u1", "t1", "5be1c07a9d"),
+            _use("a2", "t2", "Bash", {"command": "docker logs --tail 50 llm"}),
+            _answer("u2", "t2", CRASH),
+        ],
+    )
+    report = analyze([str(path)])
+    (incident,) = [i for i in report.incidents if i.severity == "fatal"]
+    assert incident.rule_class == "oom" and incident.attempt == 1
+    assert "--tp-size 2" in incident.command and incident.command.startswith("docker run")
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["tail -n 40 /srv/llm/server.log", "./start_server.sh", "journalctl -u llm --no-pager"],
+)
+def test_sglang_log_text_seen_without_a_readable_launch_still_shows_the_failure(tmp_path, command):
+    path = _claude(
+        tmp_path, [_use("a1", "t1", "Bash", {"command": command}), _answer("u1", "t1", CRASH)]
+    )
+    report = analyze([str(path)])
+    assert [i.rule_class for i in report.incidents if i.severity == "fatal"] == ["oom"]
+    assert report.incidents[0].evidence[-1].ref == "t1"
+
+
+def test_a_client_script_output_without_a_launch_is_no_server_failure(tmp_path):
+    failure = (
+        "Traceback (most recent call last):\n"
+        '  File "/home/u/bench.py", line 3, in <module>\n'
+        "    r.raise_for_status()\n"
+        "requests.exceptions.HTTPError: 400 Client Error: Bad Request for url: http://h:30000/generate"
+    )
+    path = _claude(
+        tmp_path,
+        [_use("a1", "t1", "Bash", {"command": "python bench.py"}), _answer("u1", "t1", failure)],
+    )
+    report = analyze([str(path)])
+    assert not [i for i in report.incidents if i.severity in ("fatal", "error")]

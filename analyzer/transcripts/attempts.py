@@ -38,6 +38,7 @@ from analyzer.transcripts.command_reading import (
     interpreter_of,
     is_entry,
     is_entry_command,
+    is_runner_logs,
     kills_server,
     log_path_of,
     output_sections,
@@ -62,33 +63,11 @@ _Seen = TypeVar("_Seen", Observation, LogView)
 
 
 LOG_READERS = frozenset(
-    {
-        "cat",
-        "tail",
-        "head",
-        "less",
-        "more",
-        "grep",
-        "egrep",
-        "fgrep",
-        "rg",
-        "awk",
-        "sed",
-        "tac",
-        "bat",
-    }
-)
-
-
+    {"cat", "tail", "head", "less", "more", "grep", "egrep", "fgrep", "rg", "awk", "sed", "tac", "bat"}
+)  # fmt: skip
 PARTIAL_READERS = frozenset({"tail", "head", "grep", "egrep", "fgrep", "rg", "awk", "sed"})
-
-
 PROCESS_TOOLS = frozenset({"pgrep", "ps"})
-
-
 KILLERS = frozenset({"kill", "pkill", "killall", "fuser"})
-
-
 BARE_VERSION = regex.compile(r"^\d+\.\d+\.\d+(?:\.post\d+)?$")
 
 
@@ -99,9 +78,6 @@ USER_REPORT = regex.compile(
     r"(?i)\b(?:crash(?:ed|es|ing)?|died|dead|down|killed|oom|not (?:up|starting|responding)"
     r"|hangs?|hanging|hung|stuck|fail(?:ed|s|ing)?|broke(?:n)?|no response|timed? ?out)\b"
 )
-
-
-HANG_WORDS = regex.compile(r"(?i)\b(?:hangs?|hanging|hung|stuck|no response|timed? ?out)\b")
 
 
 SHELL_ERRORS = (
@@ -116,21 +92,17 @@ SHELL_ERRORS = (
 )  # fmt: skip
 
 
+# SGLang's own log lines or frames: a command's output that shows them is the server's
+SERVER_LINES = regex.compile(
+    r"(?m)^\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d[^\]]*\]|sglang/srt/|server_args=ServerArgs\("
+)
+
+
 MAX_ATTEMPTS = 500
-
-
 MAX_VIEWS = 50
-
-
 MAX_VIEW_LINES = 20_000
-
-
 VIEW_HEAD_LINES = 2_000
-
-
 MAX_OBSERVATIONS = 200
-
-
 MAX_COMMAND_CHARS = 200_000
 
 
@@ -162,6 +134,8 @@ class SessionBuilder:
         self.before_launch = False
         self.stated_versions: list[tuple[str, Line]] = []
         self.seq = 0
+        # what the session saw of an SGLang log before any launch it could read
+        self.loose: list[LogView] = []
 
     def feed(self, event: Event) -> None:
         if isinstance(event, ShellCall):
@@ -176,6 +150,7 @@ class SessionBuilder:
             self.notes.append(f"only the first {MAX_ATTEMPTS} launches were followed")
         session = Session(self.attempts, self.notes, self.made_dirs, self.stated_versions)
         session.clients, session.answered = self.clients, self.answered
+        session.loose_views = self.loose
         return session
 
     # ---- events
@@ -206,10 +181,17 @@ class SessionBuilder:
         if launch is not None:
             attempt = Attempt(len(self.attempts) + 1, launch, gpus_before=self.last_gpus)
             self.attempts.append(attempt)
-        views = self.views_added
+        views, loose = self.views_added, len(self.loose)
         self._read_output(call, level, launch)
-        if launch is None and self.views_added == views:
-            self._clients(client_failures.in_call(call, level, self.client_rules))
+        if launch is None and self.views_added == views and len(self.loose) == loose:
+            if not self.attempts and SERVER_LINES.search(call.output):
+                # a launch the session ran that we cannot read (`./start.sh`, an alias)
+                lines = list(call.output_lines())
+                self._add_loose(
+                    LogView("output", call.command, lines, call.ref, call.timestamp, True)
+                )
+            else:
+                self._clients(client_failures.in_call(call, level, self.client_rules))
         self._note_versions(call)
 
     def _clients(self, found: list[ClientFailure]) -> None:
@@ -453,6 +435,8 @@ class SessionBuilder:
                     self.attempts[-1].gpus_before = None
                 else:
                     self._observe(_seen("kill", text, [], call, text))
+            elif is_runner_logs(first.values[index:]):
+                readers.append(("logs", text, [], True))
             elif program in LOG_READERS:
                 readers.append(
                     (program, text, arguments, len(pipeline) > 1 or program in PARTIAL_READERS)
@@ -484,8 +468,11 @@ class SessionBuilder:
         claimed: set[int],
     ) -> None:
         paths = [a for a in arguments if not a.startswith("-") and ("/" in a or "." in a)]
-        attempt = self._owner(paths)
-        if attempt is None:
+        if program == "logs":  # a runner's logs: the latest launch's (in a container)
+            attempt = self.attempts[-1] if self.attempts else None
+        else:
+            attempt = self._owner(paths)
+        if attempt is None and self.attempts:
             return
         shown: list[NumberedLine] = []
         for number, line in lines:
@@ -501,11 +488,13 @@ class SessionBuilder:
                 continue
             shown.append((number, strip_grep_prefix(line, arguments, paths)))
         self._shell_errors(call, shown)
-        if shown:
+        if shown and attempt is None:
+            self._add_loose(LogView(program, text, shown, call.ref, call.timestamp, partial))
+        elif shown and attempt is not None:
             self._add_view(
                 attempt, LogView(program, text, shown, call.ref, call.timestamp, partial)
             )
-        elif (
+        elif attempt is not None and (
             program in ("cat", "tail", "head")
             and call.exit_code in (0, None)
             and not any(o.kind == "ls" and o.ref == call.ref for o in attempt.observations)
@@ -542,10 +531,11 @@ class SessionBuilder:
             attempt.dropped_views += 1
             return
         self.views_added += 1
-        if len(view.lines) > MAX_VIEW_LINES:
-            tail = deque(view.lines, maxlen=MAX_VIEW_LINES - VIEW_HEAD_LINES)
-            view.lines = [*view.lines[:VIEW_HEAD_LINES], *tail]
-        attempt.views.append(self._next(view))
+        attempt.views.append(self._next(_bounded(view)))
+
+    def _add_loose(self, view: LogView) -> None:
+        if len(self.loose) < MAX_VIEWS:
+            self.loose.append(self._next(_bounded(view)))
 
     def _observe(self, observation: Observation) -> None:
         if not self.attempts:
@@ -561,6 +551,14 @@ class SessionBuilder:
     def _tick(self) -> int:
         self.seq += 1
         return self.seq
+
+
+def _bounded(view: LogView) -> LogView:
+    """A view of at most MAX_VIEW_LINES: its head and its tail."""
+    if len(view.lines) > MAX_VIEW_LINES:
+        tail = deque(view.lines, maxlen=MAX_VIEW_LINES - VIEW_HEAD_LINES)
+        view.lines = [*view.lines[:VIEW_HEAD_LINES], *tail]
+    return view
 
 
 def _seen(

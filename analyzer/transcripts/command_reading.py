@@ -18,6 +18,13 @@ ENTRY_MODULES = frozenset({"sglang.launch_server", "sglang_router.launch_server"
 PYTHON = regex.compile(r"python(?:\d+(?:\.\d+)*)?")
 HELP_FLAGS = frozenset({"--help", "-h", "--version"})
 MARKER_TEXT = regex.compile(r"^[-=#*_~+. ]*[\w .:/()\[\]-]{0,60}[-=#*_~+. ]*$")
+# Programs that run a command in a container, a pod or a job (`docker run ... IMAGE python3
+# -m sglang.launch_server`): the entry point follows their options and arguments at no fixed
+# place. Their `logs` subcommand shows the launched server's output.
+RUNNERS = frozenset(
+    {"docker", "podman", "nerdctl", "kubectl", "apptainer", "singularity", "enroot", "srun",
+     "mpirun"}
+)  # fmt: skip
 
 
 def command_ref(ref: str | None) -> str | None:
@@ -32,7 +39,19 @@ def subtree(top: shell.Command, level: shell.Level):
 
 
 def is_entry(words: list[str]) -> bool:
-    """`python[3] [opts] -m sglang.launch_server`, `sglang serve`, also after `uv run` etc."""
+    """`python[3] [opts] -m sglang.launch_server`, `sglang serve`, also after `uv run` etc.,
+    anywhere after a container or job runner."""
+    if words and shell.basename(words[0]) in RUNNERS:
+        return any(_entry_starts(words[i:]) for i in range(1, len(words)))
+    return _entry_starts(words)
+
+
+def is_runner_logs(words: list[str]) -> bool:
+    """`docker logs [-f] NAME`, `kubectl logs POD`: the output of what a runner launched."""
+    return len(words) > 1 and shell.basename(words[0]) in RUNNERS and words[1] == "logs"
+
+
+def _entry_starts(words: list[str]) -> bool:
     for i, word in enumerate(words[:6]):
         base = shell.basename(word)
         if base == "sglang" and i + 1 < len(words) and words[i + 1] == "serve":

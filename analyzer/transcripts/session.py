@@ -136,3 +136,6 @@ class Session:
     clients: list[ClientFailure] = field(default_factory=list)
     # the `seq` of the last poll the server answered while the session had launched nothing
     answered: int | None = None
+    # SGLang log text the session saw while it had launched nothing it could read: a log
+    # looked at, a container's logs, a script's output
+    loose_views: list[LogView] = field(default_factory=list)
