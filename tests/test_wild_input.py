@@ -69,6 +69,22 @@ def test_a_prefixed_log_reads_as_the_clean_one(tmp_path, fixture, expected, form
     assert decisive.text == wrapped[root.line - 1]  # the evidence is the user's own line
 
 
+@pytest.mark.parametrize(
+    ("outer", "inner"),
+    [("quote", "grep-n"), ("docker-compose", "ci-timestamp"), ("kubectl", "torchrun")],
+)
+def test_prefixes_in_layers_are_all_read_past(tmp_path, outer, inner):
+    fixture, expected = CLEAN[1]
+    clean = _root(ROOT / fixture)
+    wrapped = [
+        PREFIXES[outer](n, PREFIXES[inner](n, line))
+        for n, line in enumerate(_lines(fixture), start=1)
+    ]
+    root = _root(_write(tmp_path, "pasted.log", wrapped))
+    assert root is not None and (root.rule_class, root.line) == (expected, clean.line)
+    assert root.explanation == clean.explanation  # the message was read without the prefixes
+
+
 def test_crlf_and_a_markdown_fence_change_nothing(tmp_path):
     fixture, expected = CLEAN[0]
     lines = ["Here is the log:", "```text", *_lines(fixture), "```", "any idea?"]
@@ -93,10 +109,22 @@ def test_a_traceback_without_its_header_is_classified_the_same(tmp_path, fixture
             "(choose from 'llama3', 'qwen25', 'mistral')",
             "argparse_invalid",
         ),
-        ("sglang serve: error: unrecognized arguments: --num-speculative-tokens 4", "argparse_unrecognized"),
+        (
+            "sglang serve: error: unrecognized arguments: --num-speculative-tokens 4",
+            "argparse_unrecognized",
+        ),
         # a checkpoint tensor's name needs no frames; a request id's does (at worst unknown)
         ("KeyError: 'midlayer.self_attn.qkv_proj.weight'", "weight_key_mismatch"),
         ("KeyError: '9f3c2a1be0d44c7f8a6b5e4d3c2b1a09'", None),
+        # pytest's failure line and its short summary, in a CI job that tests a server
+        (
+            "E   RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
+            "oom",
+        ),
+        (
+            "FAILED test/srt/test_x.py::TestX::test_y - RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
+            "oom",
+        ),
         # auto_choose_speculative_params's message alone: no other site prints it
         ("ValueError: my-org/llama-8b/config.json is not found.", "spec_assertion"),
     ],
@@ -143,9 +171,17 @@ def test_a_serving_log_that_stops_is_healthy(tmp_path):
 
 def test_text_that_only_looks_prefixed_is_left_alone():
     # python logging's own timestamps, clock times, SGLang's bracket prefix: content, not wrappers
-    assert detect_prefixes(["2026-01-01 10:00:00,1 INFO a", "2026-01-01 10:00:01,2 INFO b"]).names == []
+    assert (
+        detect_prefixes(["2026-01-01 10:00:00,1 INFO a", "2026-01-01 10:00:01,2 INFO b"]).names
+        == []
+    )
     assert detect_prefixes(["12:00:01 start", "12:00:02 stop"]).names == []
-    assert detect_prefixes(["[2026-12-02 18:13:25] --x is deprecated", "[2026-12-02 18:13:26] y"]).names == []
+    assert (
+        detect_prefixes(
+            ["[2026-12-02 18:13:25] --x is deprecated", "[2026-12-02 18:13:26] y"]
+        ).names
+        == []
+    )
     # grep -n numbers must go up
     assert detect_prefixes(["86:a", "87:b", "90-c"]).names == ["grep-number"]
     assert detect_prefixes(["86:a", "12:b", "40:c"]).names == []
@@ -191,7 +227,9 @@ def test_every_frame_phase_claims_its_case_and_not_its_negative(phase):
     assert {c.fires for c in phase.cases} == {True, False}
     for case in phase.cases:
         if case.code is not None:
-            frames = (Frame("/opt/venv/lib/python3.12/site-packages/torch/x.py", 1, "f", case.code),)
+            frames = (
+                Frame("/opt/venv/lib/python3.12/site-packages/torch/x.py", 1, "f", case.code),
+            )
         else:
             file, function = case.frame.split(":")
             frames = (Frame(f"/opt/venv/lib/python3.12/site-packages/sglang/{file}", 1, function),)

@@ -3,7 +3,7 @@
 What users paste is rarely the log as SGLang wrote it. `docker compose logs` puts the
 service in front (`sglang-1  | `), `kubectl logs --prefix` the pod and container, journald
 the date, host and process, CI runners a timestamp, `grep -n` / `grep -H` the line number
-and file, an issue comment `> ` quotes and markdown fences. Each form is recognised by being
+and file, pytest its `E   ` failure lines, an issue comment `> ` quotes and markdown fences. Each form is recognised by being
 consistent across the input (most lines of a sample carry it), stripped from every line
 that carries it, and peeled in layers (`> ` quotes around `grep -n` output, say).
 
@@ -28,7 +28,10 @@ GREP_SEPARATOR = "--"
 
 @dataclass(frozen=True)
 class PrefixForm:
-    """One way a tool prefixes lines; `numbered`: its numbers must increase (grep -n)."""
+    """One way a tool prefixes lines; `numbered`: its numbers must increase (grep -n).
+
+    `pattern` is matched where the line, or the layer peeled before it, starts (no `^`:
+    an anchor would never match past the first layer)."""
 
     name: str
     pattern: regex.Pattern
@@ -38,30 +41,33 @@ class PrefixForm:
 
 
 FORMS = (
-    PrefixForm("quote", regex.compile(r"^> ?"), anywhere=True),
-    PrefixForm("kubectl", regex.compile(r"^\[pod/[^\s\]/]+/[^\s\]]+\] "), anywhere=True),
+    PrefixForm("quote", regex.compile(r"> ?"), anywhere=True),
+    PrefixForm("kubectl", regex.compile(r"\[pod/[^\s\]/]+/[^\s\]]+\] "), anywhere=True),
     PrefixForm(
         "journald",
-        regex.compile(r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [^\s:\[]+(?:\[\d+\])?: "),
+        regex.compile(r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [^\s:\[]+(?:\[\d+\])?: "),
     ),
     PrefixForm(
         "timestamp",  # CI runners, CRI/containerd, kubectl --timestamps, GitLab's raw log
         regex.compile(
-            r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
+            r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
             r"(?: (?:stdout|stderr) [FP]| \d\d[OE]\+?)? ?"
         ),
     ),
-    PrefixForm("docker-compose", regex.compile(r"^[A-Za-z0-9][\w.-]*\s*\| ?")),
+    PrefixForm("docker-compose", regex.compile(r"[A-Za-z0-9][\w.-]*\s*\| ?")),
     # torchrun prefixes the ranks' lines, never its elastic agent's: a share is enough
-    PrefixForm("torchrun", regex.compile(r"^\[(?:rank|default)\d+\]: ?"), anywhere=True),
+    PrefixForm("torchrun", regex.compile(r"\[(?:rank|default)\d+\]: ?"), anywhere=True),
     PrefixForm(
         "grep-file-number",
-        regex.compile(r"^(?P<file>[\w./~-]*\w\.\w+)[:-](?P<number>\d+)(?::|-(?!\d))"),
+        regex.compile(r"(?P<file>[\w./~-]*\w\.\w+)[:-](?P<number>\d+)(?::|-(?!\d))"),
         numbered=True,
     ),
-    PrefixForm("grep-number", regex.compile(r"^(?P<number>\d+)(?::|-(?!\d))"), numbered=True),
-    PrefixForm("grep-file", regex.compile(r"^[^\s:]+\.(?:log|txt|out|err):")),
-    PrefixForm("rank-label", regex.compile(r"^\d{1,4}: ")),  # srun --label, pdsh
+    PrefixForm("grep-number", regex.compile(r"(?P<number>\d+)(?::|-(?!\d))"), numbered=True),
+    PrefixForm("grep-file", regex.compile(r"[^\s:]+\.(?:log|txt|out|err):")),
+    PrefixForm("rank-label", regex.compile(r"\d{1,4}: ")),  # srun --label, pdsh
+    # pytest (a CI job testing a server): the exception as `E   Type: message` under the
+    # failing code, and the short summary's `FAILED path::test - Type: message`
+    PrefixForm("pytest", regex.compile(r"(?:E {3}|(?:FAILED|ERROR) \S+::\S+ - )"), anywhere=True),
 )
 
 
@@ -135,7 +141,9 @@ def _consistent_form(lines: list[str]) -> PrefixForm | None:
     best: tuple[int, PrefixForm] | None = None
     for form in FORMS:
         matches = [m for ln in content if (m := form.pattern.match(ln))]
-        if len(matches) < (1 if form.anywhere else needed) or (form.numbered and not _increasing(matches)):
+        if len(matches) < (1 if form.anywhere else needed) or (
+            form.numbered and not _increasing(matches)
+        ):
             continue
         if not any(m.end() < len(m.string) for m in matches):
             continue  # the form would eat whole lines: it is the content, not a prefix
