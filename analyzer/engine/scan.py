@@ -121,6 +121,9 @@ MAX_CANDIDATES = 2000
 MAX_TRACEBACKS = 200
 MAX_TRACEBACK_LINES = 400
 MAX_MESSAGE_LINES = 10
+# a record of some logger (a launcher's, a harness's: `2025-11-19 21:36:58.449018+08:00 - ...`,
+# `[2026-01-01 10:00:00]`): it follows an exception, never continues its message
+LOGGER_RECORD = LazyPattern(r"^\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d")
 # `Load weight end` is a phase marker (in SCANNER_LITERALS); one per rank and model.
 WEIGHTS_LOADED = "Load weight end"
 MAX_WEIGHT_LOADS = 64
@@ -174,6 +177,7 @@ class _TracebackBuilder:
             and not line.ranks
             and self.message_lines < MAX_MESSAGE_LINES
             and not body.startswith(("Traceback", *CHAIN_MARKERS))
+            and not LOGGER_RECORD.match(body)
         )
         if not continues:
             return False
