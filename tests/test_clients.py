@@ -132,6 +132,17 @@ def test_a_5xx_answer_is_the_servers_failure_not_the_clients(tmp_path):
     assert _clients(log) == [] and log.verdict != "client_error"
 
 
+def test_a_ray_actor_that_died_under_the_client_is_not_the_clients_failure(tmp_path):
+    traceback = [
+        "Traceback (most recent call last):",
+        '  File "/home/me/run.py", line 9, in <module>',
+        "    outputs = ray.get(futures)",
+        "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.",
+    ]
+    report = _log(tmp_path, [READY, SERVING, *traceback])
+    assert _clients(report) == [] and report.verdict != "client_error"
+
+
 def test_a_4xx_answer_names_the_script_that_got_it(tmp_path):
     report = _session(
         tmp_path,

@@ -99,6 +99,21 @@ def test_caret_lines_are_not_taken_for_code():
     assert tb.exception_type == "AssertionError" and tb.exception_message == ""
 
 
+def test_a_launcher_record_after_the_exception_does_not_continue_its_message():
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/x/sglang/srt/server_args.py", line 1797, in _handle_speculative_decoding',
+        "    self.speculative_eagle_topk > 1",
+        "TypeError: '>' not supported between instances of 'NoneType' and 'int'",
+        "2025-11-19 21:36:58.449018+08:00 - runner - ERROR - Failed to run instance: exit code 1",
+    ]
+    tb = scan(lines).tracebacks[0]
+    assert tb.exception_message == "'>' not supported between instances of 'NoneType' and 'int'"
+    # a message Python prints over several lines still reads whole
+    lines[3:] = ["ValueError: two lines", "  second line of the message"]
+    assert scan(lines).tracebacks[0].exception_message == "two lines\n  second line of the message"
+
+
 def test_usage_dump_is_tied_to_its_error_line_and_token_usage_is_not_usage():
     lines = [
         "[2026-02-23 18:05:01 TP0] Decode batch, #running-req: 1, token usage: 0.82, #queue-req: 0",

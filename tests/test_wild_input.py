@@ -28,6 +28,7 @@ PREFIXES = {
     "kubectl": lambda n, line: f"[pod/sglang-0/server] {line}",
     "journald": lambda n, line: f"Dec 03 10:00:{n % 60:02d} gpu-host python3[4242]: {line}",
     "ci-timestamp": lambda n, line: f"2026-01-05T10:00:{n % 60:02d}.1234567Z {line}",
+    "jenkins": lambda n, line: f"[2026-01-05T10:00:{n % 60:02d}.123Z] {line}",
     "cri": lambda n, line: f"2026-01-05T10:00:01.123456789Z stderr F {line}",
     "grep-n": lambda n, line: f"{n}:{line}",
     "grep-H": lambda n, line: f"logs/server.log:{n}:{line}",
@@ -83,6 +84,19 @@ def test_prefixes_in_layers_are_all_read_past(tmp_path, outer, inner):
     root = _root(_write(tmp_path, "pasted.log", wrapped))
     assert root is not None and (root.rule_class, root.line) == (expected, clean.line)
     assert root.explanation == clean.explanation  # the message was read without the prefixes
+
+
+def test_layered_prefixes_are_all_peeled_even_with_blank_quoted_lines(tmp_path):
+    # a CI console (Jenkins' Timestamper) quoted in an issue comment, a blank `>` line
+    # after every line: both layers come off, the blank quoted lines count for neither
+    fixture, expected = CLEAN[0]
+    wrapped = []
+    for n, line in enumerate(_lines(fixture), start=1):
+        wrapped += [f"> {PREFIXES['jenkins'](n, line)}", "> "]
+    assert detect_prefixes(wrapped).names == ["quote", "timestamp"]
+    root = _root(_write(tmp_path, "quoted_ci.log", wrapped))
+    assert root is not None and root.rule_class == expected
+    assert detect_prefixes(["> 1:a", "> 2:b", "> 3:c"]).prefix_length("> 2:b") == len("> 2:")
 
 
 def test_crlf_and_a_markdown_fence_change_nothing(tmp_path):

@@ -48,6 +48,9 @@ UNREACHABLE = LazyPattern(
     r"ConnectError|ConnectTimeout|ReadTimeout|APITimeoutError|TimeoutError|"
     r"Connection refused|Cannot connect to host|Failed to establish a new connection"
 )
+# the process serving the client died under it (ray/exceptions.py: an actor's or a task's
+# worker process died): the server's failure, not the client's
+SERVER_DIED = LazyPattern(r"\b(?:ActorDiedError|WorkerCrashedError)\b|worker process has died")
 # an exception about SGLang's own installation is the environment's, not a client's
 SGLANG_IMPORT = LazyPattern(r"No module named '?sglang|cannot import name .* from '?sglang")
 # uvicorn's access line as SGLang configures it, for a request refused for what it carried:
@@ -77,9 +80,11 @@ def runs_server_code(traceback: Traceback) -> bool:
 
 
 def clients_own(traceback: Traceback) -> bool:
-    """False when the exception blames the server (a 5xx answer) or SGLang's install."""
+    """False when the exception blames the server (a 5xx answer, its process died) or
+    SGLang's install."""
     text = f"{traceback.exception_type}: {traceback.exception_message}"
-    return not SERVER_ANSWERED.search(text) and not SGLANG_IMPORT.search(text)
+    blames = (SERVER_ANSWERED, SERVER_DIED, SGLANG_IMPORT)
+    return not any(pattern.search(text) for pattern in blames)
 
 
 def unreachable(traceback: Traceback) -> bool:

@@ -39,7 +39,10 @@ def merge_ranks(incidents: list[Incident]) -> list[Incident]:
     """Collapse incidents of one rule with the same decisive text into one, listing ranks."""
     merged: dict[tuple[str, str, str], Incident] = {}
     for incident in incidents:
-        key = (incident.source, incident.rule, _decisive_text(incident))
+        # a client's repeated failure (every request of a harness refused) is one finding
+        client = incident.rule_class == "client_error" and incident.severity == "info"
+        text = incident.title if client else _decisive_text(incident)
+        key = (incident.source, incident.rule, text)
         kept = merged.get(key)
         if kept is None:
             merged[key] = incident

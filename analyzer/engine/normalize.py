@@ -30,8 +30,7 @@ GREP_SEPARATOR = "--"
 class PrefixForm:
     """One way a tool prefixes lines; `numbered`: its numbers must increase (grep -n).
 
-    `pattern` is matched where the line, or the layer peeled before it, starts (no `^`:
-    an anchor would never match past the first layer)."""
+    `pattern` is matched where the line, or what the layer peeled before it left, starts."""
 
     name: str
     pattern: regex.Pattern
@@ -52,6 +51,9 @@ FORMS = (
         regex.compile(
             r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
             r"(?: (?:stdout|stderr) [FP]| \d\d[OE]\+?)? ?"
+            # Jenkins' Timestamper: bracketed, with its zone (SGLang's own `[date time]` has
+            # a space and no zone)
+            r"|\[\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)\] ?"
         ),
     ),
     PrefixForm("docker-compose", regex.compile(r"[A-Za-z0-9][\w.-]*\s*\| ?")),
@@ -87,9 +89,10 @@ class LinePrefixes:
         or a grep `--` separator: they carry nothing of the log)."""
         at = 0
         for form in self.forms:
-            found = form.pattern.match(text, at)
+            # on the rest of the line (a `^` in a form does not match at a `pos` past 0)
+            found = form.pattern.match(text[at:] if at else text)
             if found:
-                at = found.end()
+                at += found.end()
         rest = text[at:]
         if (self.fenced and FENCE.match(rest)) or (
             rest == GREP_SEPARATOR and any(f.numbered for f in self.forms)
@@ -134,7 +137,8 @@ def _strip(line: str, form: PrefixForm) -> str:
 
 def _consistent_form(lines: list[str]) -> PrefixForm | None:
     """The form most of the lines carry (ties: the order of FORMS), if any."""
-    content = [ln for ln in lines if not FENCE.match(ln) and ln != GREP_SEPARATOR]
+    # a line left blank by an outer layer (`> ` alone, between quoted lines) carries nothing
+    content = [ln for ln in lines if ln.strip() and not FENCE.match(ln) and ln != GREP_SEPARATOR]
     if not content:
         return None
     needed = max(1, int(MIN_SHARE * len(content) + 0.999)) if len(content) > 2 else len(content)

@@ -86,6 +86,15 @@ PHASE_MARKERS = (
     (READY_MARKER, "serving"),
 )
 EXIT_STATUS = LazyPattern(r"\b[Ee]xit(?:ed with)? code:? ?(?P<code>-?\d+)")
+# a SIGKILL said by others than the process: bash's report of a job the signal ended
+# (strsignal's `Killed`, alone for a foreground job, after `script: line N: PID` or `[N]+`
+# for a background one) and the kernel's OOM killer (mm/oom_kill.c __oom_kill_process:
+# `Out of memory: Killed process PID (comm) total-vm:...`)
+KILLED_MARK = "Killed"
+KILLED = LazyPattern(
+    r"^(?:Killed|(?:\S+: line \d+: +\d+|\[\d+\][+-]?) +Killed +\S.*)$|\bKilled process \d+ \("
+)
+SIGKILL_STATUS = "-9"
 TRACEBACK_START = "Traceback (most recent call last):"
 USAGE_START = "usage: "
 USAGE_OPTION = regex.compile(r"(?<![\w-])--[A-Za-z][\w-]*")
@@ -104,6 +113,7 @@ SCANNER_LITERALS = (
     READY_MARKER,
     "xit code",
     "xited with code",
+    KILLED_MARK,
     *LAUNCH_HINTS,
     "Version: ",
     IMPORT_SKIPPED,
@@ -121,6 +131,9 @@ MAX_CANDIDATES = 2000
 MAX_TRACEBACKS = 200
 MAX_TRACEBACK_LINES = 400
 MAX_MESSAGE_LINES = 10
+# a record of some logger (a launcher's, a harness's: `2025-11-19 21:36:58.449018+08:00 - ...`,
+# `[2026-01-01 10:00:00]`): it follows an exception, never continues its message
+LOGGER_RECORD = LazyPattern(r"^\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d")
 # `Load weight end` is a phase marker (in SCANNER_LITERALS); one per rank and model.
 WEIGHTS_LOADED = "Load weight end"
 MAX_WEIGHT_LOADS = 64
@@ -174,6 +187,7 @@ class _TracebackBuilder:
             and not line.ranks
             and self.message_lines < MAX_MESSAGE_LINES
             and not body.startswith(("Traceback", *CHAIN_MARKERS))
+            and not LOGGER_RECORD.match(body)
         )
         if not continues:
             return False
@@ -333,6 +347,8 @@ class Scanner:
             exit_status = EXIT_STATUS.search(body)
             if exit_status:
                 self.log.exit_status = exit_status["code"]
+        if KILLED_MARK in body and KILLED.search(body.strip()):
+            self.log.exit_status = SIGKILL_STATUS
         if any(hint in body for hint in LAUNCH_HINTS) and find_launch_command(body):
             self.log.commands.append(line)
         if "sglang" in body or "Version: " in body:

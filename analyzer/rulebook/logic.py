@@ -129,7 +129,7 @@ def memory_phase(match: Match, log: ScannedLog) -> dict[str, str] | None:
 
 
 # schedule_batch / mem_cache: "Prefill out of memory. Try to lower your batch size." (and Decode)
-KV_POOL_FULL = LazyPattern(r"(?:Prefill|Decode) out of memory\. Try to lower your batch size")
+KV_POOL_FULL = LazyPattern(r"(?:(?:Prefill|Decode) out|Out) of memory\. Try to lower your batch size")
 
 
 def _memory_feature_flags(match: Match) -> str:

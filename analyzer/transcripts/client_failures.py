@@ -28,6 +28,7 @@ from analyzer.core.lazy_pattern import LazyPattern
 from analyzer.core.model import Incident, Traceback
 from analyzer.engine.clients import (
     CLIENT_RULE,
+    UNREACHABLE,
     client_finding,
     clients_own,
     named_client,
@@ -220,13 +221,18 @@ def _rule_failures(
         return []
     log = scan_view(LogView("output", "", lines, ref, None, False), "", triggers)
     matches, _ = match_rules(list(rules), log)
-    return [
-        ClientFailure(
-            client or "curl", m.line.body.strip()[:300], (m.line.number, m.line.text),
-            [(m.line.number, m.line.text)], ref, refused=True,
-        )  # fmt: skip
-        for m in matches
-    ]
+    found = []
+    for m in matches:
+        # a client that only says nothing answered is judged like a refused curl (7)
+        unreached = bool(UNREACHABLE.search(m.line.body))
+        found.append(
+            ClientFailure(
+                client or "curl", m.line.body.strip()[:300], (m.line.number, m.line.text),
+                [(m.line.number, m.line.text)], ref, refused=not unreached,
+                unreachable=unreached,
+            )  # fmt: skip
+        )
+    return found
 
 
 def _one_per_line(found: list[ClientFailure]) -> list[ClientFailure]:
