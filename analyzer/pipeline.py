@@ -378,7 +378,8 @@ def _incident(
     # the flags the message names, then those whose code path failed that the user set,
     # then the rule's own (often its advice: --disable-cuda-graph for any capture failure)
     fixed = {canonical_flag(f, context.catalog) for f in rule.flags}
-    faulty = fault_flags(traceback, context.catalog, choice.command if choice else None)
+    command = choice.command if choice else None
+    faulty = fault_flags(traceback, context.catalog, command, rule.generic or not rule.flags)
     flags = [f for f in finding.flags if f not in fixed]
     flags += [f for f in faulty if f not in flags]
     flags += [f for f in (*finding.flags, *proposal.flags) if f not in flags]

@@ -43,9 +43,18 @@ NONE_ERRORS = ("TypeError", "AttributeError")
 
 
 def fault_flags(
-    traceback: Traceback | None, catalog: FlagCatalog, command: LaunchCommand | None
+    traceback: Traceback | None,
+    catalog: FlagCatalog,
+    command: LaunchCommand | None,
+    code_paths: bool = True,
 ) -> list[str]:
-    """Candidate offending flags of a traceback, the innermost code first."""
+    """Candidate offending flags of a traceback, the innermost code first.
+
+    `code_paths=False` for a failure a specific rule explains with flags of its own (an
+    EAGLE-3 draft run as a plain model names --speculative-draft-model-path): the settings
+    its code read are then no more than the context it ran in, and only the missing flag
+    and the features whose third-party code ran are added.
+    """
     if traceback is None:
         return []
     parts = (traceback, *traceback.chain)
@@ -53,12 +62,12 @@ def fault_flags(
     if command is None:
         return list(dict.fromkeys(found))
     given = {catalog.canonical(f) for f in command.flags()} - {None}
-    paths = code_paths_for(catalog.version)
+    paths = code_paths_for(catalog.version) if code_paths else None
     # settings read all over the code (--tp-size, --model-path) point at no code path
     general = paths.ubiquitous if paths is not None else frozenset()
     for part in parts:
         frames = [f for f in reversed(part.frames) if SGLANG_CODE in _path(f)]
-        for frame in frames[:INNERMOST_FRAMES]:
+        for frame in frames[:INNERMOST_FRAMES] if code_paths else ():
             read = _statement_flags(frame, catalog)
             # argument resolution reads every argument: its raise sites say which failed
             if paths is not None and not _resolves_arguments(frame):
