@@ -414,6 +414,7 @@ def catalog_build(
     except ImportError as exc:
         raise fail(f"cannot build a catalog: {exc}") from None
     from analyzer.core.output import replaced_atomically
+    from analyzer.sglang.code_paths_build import write_beside as write_paths_beside
     from analyzer.sglang.error_catalog_build import write_beside
 
     try:
@@ -423,11 +424,13 @@ def catalog_build(
             typer.echo(f"{output} is not a regular file: no error catalog written beside it")
             return
         errors, count = write_beside(output)
+        paths, functions = write_paths_beside(output)
     except ImportError as exc:
         raise fail(f"sglang is not importable here ({exc}); install loganalyze[sglang]") from None
     except OutputError as exc:
         raise fail(str(exc)) from None
     typer.echo(f"wrote {errors} ({count} error sites)")
+    typer.echo(f"wrote {paths} ({functions} functions' server-argument reads)")
 
 
 @catalog_app.command("show", context_settings={"ignore_unknown_options": True})

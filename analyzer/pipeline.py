@@ -26,7 +26,14 @@ from analyzer.core.read import TextInput, open_inputs
 from analyzer.engine import incident as incidents_stage
 from analyzer.engine.clients import PRIORITIES as CLIENT_PRIORITIES
 from analyzer.engine.correct import choose_command, propose
-from analyzer.engine.link import exception_flags, link, reported_flags, site_flags
+from analyzer.engine.fault_flags import fault_flags
+from analyzer.engine.link import (
+    canonical_flag,
+    exception_flags,
+    link,
+    reported_flags,
+    site_flags,
+)
 from analyzer.engine.literal_scan import LiteralFinder, finder_for, scan_chunks
 from analyzer.engine.match import match_rules
 from analyzer.engine.redact import redact_report
@@ -280,15 +287,19 @@ def _fallback(
     )
     command = choice.command if choice else None
     named = exception_flags(traceback, context.catalog, command)
+    # the flags whose code path failed, set by the user (engine/fault_flags.py)
+    faulty = fault_flags(traceback, context.catalog, command)
     if found is None:
+        flags = list(dict.fromkeys([*named, *faulty, *traceback_flags(traceback)]))
         return incidents_stage.fallback_incident(
             log,
             traceback,
-            flags=reported_flags(named, context.catalog),
+            flags=reported_flags(flags, context.catalog),
             phase=_cut_phase(traceback),
             death=death,
         )
     flags = site_flags(found.site, context.catalog, command)
+    flags += [f for f in faulty if f not in flags]
     flags += [f for f in traceback_flags(traceback) if f not in flags]
     flags += [f for f in named if f not in flags]
     return incidents_stage.fallback_incident(
@@ -363,9 +374,16 @@ def _incident(
         source_kind=command_source,
     )
     proposal = propose(finding, rule, choice, context.catalog, log.server_args)
-    flags = [*finding.flags, *(f for f in proposal.flags if f not in finding.flags)]
-    # the features the traceback ran through or names (analyzer/catalogs/features.toml)
     traceback = _traceback_of(match, log)
+    # the flags the message names, then those whose code path failed that the user set,
+    # then the rule's own (often its advice: --disable-cuda-graph for any capture failure)
+    fixed = {canonical_flag(f, context.catalog) for f in rule.flags}
+    command = choice.command if choice else None
+    faulty = fault_flags(traceback, context.catalog, command, rule.generic or not rule.flags)
+    flags = [f for f in finding.flags if f not in fixed]
+    flags += [f for f in faulty if f not in flags]
+    flags += [f for f in (*finding.flags, *proposal.flags) if f not in flags]
+    # the features the traceback ran through or names (analyzer/catalogs/features.toml)
     flags.extend(f for f in traceback_flags(traceback) if f not in flags)
     # the flags its exception message spells (an option, a field, a field in prose)
     named = exception_flags(traceback, context.catalog, choice.command if choice else None)

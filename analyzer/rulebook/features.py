@@ -24,7 +24,7 @@ except ImportError:  # pragma: no cover
     import tomllib
 
 FEATURES_PACKAGE, FEATURES_FILE = "analyzer.catalogs", "features.toml"
-KNOWN_KEYS = {"flags", "phrases", "frames", "inside", "source"}
+KNOWN_KEYS = {"flags", "phrases", "frames", "inside", "when_set", "source"}
 BACKSLASH = "\\"  # Windows paths in a pasted traceback
 
 
@@ -35,6 +35,7 @@ class Feature:
     frames: tuple[str, ...] = ()
     inside: tuple[str, ...] = ()
     source: str = ""
+    when_set: bool = False  # its frames blame its flags only when the command sets them
 
     def ran_in(self, frames: list[Frame]) -> bool:
         """Whether a frame is this feature's code (below an `inside` frame, if any)."""
@@ -67,6 +68,7 @@ def features() -> tuple[Feature, ...]:
                 tuple(entry.get("frames", ())),
                 tuple(entry.get("inside", ())),
                 entry.get("source", ""),
+                bool(entry.get("when_set", False)),
             )
         )
     return tuple(found)
@@ -95,15 +97,20 @@ def phrase_flags(text: str) -> list[str]:
     return _unique(flag for feature in named_features(text) for flag in feature.flags)
 
 
-def frame_flags(traceback: Traceback | None) -> list[str]:
-    """The flags of the features whose code a traceback (or a chained cause) ran through."""
+def frame_flags(traceback: Traceback | None, when_set: bool = False) -> list[str]:
+    """The flags of the features whose code a traceback (or a chained cause) ran through:
+    those whose code runs only with them on, or (`when_set`) those whose code also runs
+    without them (torch.compile's, which SGLang's own decorators use too), for the caller
+    to keep when the command sets them."""
     if traceback is None:
         return []
     parts = (traceback, *traceback.chain)
     return _unique(
         flag
         for feature in features()
-        if feature.frames and any(feature.ran_in(list(p.frames)) for p in parts)
+        if feature.frames
+        and feature.when_set == when_set
+        and any(feature.ran_in(list(p.frames)) for p in parts)
         for flag in feature.flags
     )
 

@@ -43,6 +43,15 @@ _PROMPT = re.compile(
     re.X,
 )
 
+_EMBEDDED = re.compile(
+    r"""(?:
+        \b(?:[Cc]ommand|CMD|cmd)\s*[:=]\s*                                  # Command: ...
+      | (?:^|:[ ]|\][+-]?[ ]+)\d*[ ]?(?:Killed|Terminated|Aborted|Segmentation[ ]fault)
+        (?:[ ]\(core[ ]dumped\))?[ ]{2,}                                    # job status
+    )""",
+    re.X,
+)
+
 
 @dataclass
 class LaunchCommand:
@@ -125,6 +134,14 @@ def find_launch_command(text: str) -> str | None:
         return None
     m = _PROMPT.match(line)
     command = line[m.end() :] if m else line.lstrip()
+    if parse_state(command, None) is not None:
+        return command
+    # a command a wrapper printed after its own words: a launcher's `Command: ...` log
+    # line, bash's job status `line 21: 88412 Killed    python -m ...`
+    embedded = _EMBEDDED.search(line)
+    if embedded is None:
+        return None
+    command = line[embedded.end() :]
     return command if parse_state(command, None) is not None else None
 
 
