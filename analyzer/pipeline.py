@@ -42,6 +42,7 @@ from analyzer.engine.survival import (
 from analyzer.rulebook.check_rules import CHECK_RULES
 from analyzer.rulebook.command_checks import check_command
 from analyzer.rulebook.features import traceback_flags
+from analyzer.rulebook.raise_site_rules import FAMILY_RULE_PREFIX
 from analyzer.rulebook.vocabulary import Rule, all_triggers, load_rules
 from analyzer.sglang.catalog import FlagCatalog, all_catalogs, load_catalog
 from analyzer.sglang.releases import VersionChoice, by_messages, choose_for_text, choose_version
@@ -405,6 +406,7 @@ def _finish(
     alone = {r.id for r in context.rules if r.alone}
     priorities = {r.id: r.priority for r in [*context.rules, *CHECK_RULES.values()]}
     priorities.update(CLIENT_PRIORITIES)
+    priorities.update(_family_priorities(found, context.rules))
     if any(s.kind.startswith("transcript") for s in summaries):
         from analyzer.transcripts.diagnose import PRIORITIES as SESSION_PRIORITIES
 
@@ -418,6 +420,15 @@ def _finish(
     return incidents_stage.build_report(
         summaries, ordered, last_lines, warnings, _report_catalog(ordered, summaries, context)
     )
+
+
+def _family_priorities(incidents: list[Incident], rules: list[Rule]) -> dict[str, int]:
+    """A raise-site family classifies what no hand rule explains: its incidents rank with
+    the generic rule that found them, below every rule that matched the same error."""
+    generic = min((r.priority for r in rules if r.generic), default=None)
+    if generic is None:
+        return {}
+    return {i.rule: generic for i in incidents if i.rule.startswith(FAMILY_RULE_PREFIX)}
 
 
 def _report_catalog(
