@@ -232,13 +232,21 @@ def analyze_log(
         rule = context.by_id[match.rule_id]
         finding = link(match, rule, context.catalog)
         incidents.append(_incident(finding, rule, log, context, launch, command_source))
+    # an exception a client_error rule recognises (a request SGLang refused, raised to the
+    # offline Engine's caller) is explained: no catch-all crash, no fallback for it
+    answered = {i.line for i in incidents if _is_client_finding(i)}
+    incidents = [
+        i
+        for i, match in zip(incidents, matches, strict=True)
+        if not (context.by_id[match.rule_id].generic and i.line in answered)
+    ]
     causes = [i for i in incidents if not _is_warning(i)]
     deaths = [i for i in causes if (rule := context.by_id.get(i.rule)) and rule.alone]
     if len(deaths) == len(causes):
         # nothing explains the failure, or only a death notice does: the last traceback is
         # the failure, and one a child died of right after is that death's cause
         death = _decisive_line(deaths[0]) if deaths else None
-        fallback = _fallback(log, context, launch, death, signs)
+        fallback = _fallback(log, context, launch, death, signs, answered)
         incidents = [fallback, *incidents] if fallback else incidents
     return judge(incidents, log, signs) if signs is not None else incidents
 
@@ -253,13 +261,16 @@ def _fallback(
     launch: list[Line] | None,
     death: Line | None = None,
     signs: LifeSigns | None = None,
+    answered: set[int] | None = None,
 ) -> Incident | None:
     """The last traceback no rule explains (with a `death` notice: the one that death
-    followed, if any), classed by the SGLang site that raised it."""
-    if not log.tracebacks:
+    followed, if any), classed by the SGLang site that raised it; not one whose exception
+    line is `answered` (a client finding's)."""
+    unexplained = [t for t in log.tracebacks if t.exception_line.number not in (answered or ())]
+    if not unexplained:
         return None
-    traceback = log.tracebacks[-1] if death is None else death_cause(log, death, signs)
-    if traceback is None:
+    traceback = unexplained[-1] if death is None else death_cause(log, death, signs)
+    if traceback is None or traceback.exception_line.number in (answered or ()):
         return None
     # imported here, as in _raise_site: a log without a traceback never loads an error catalog
     from analyzer.engine.raise_sites import (
