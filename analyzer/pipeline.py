@@ -49,6 +49,7 @@ from analyzer.engine.survival import (
 from analyzer.rulebook.check_rules import CHECK_RULES
 from analyzer.rulebook.command_checks import check_command
 from analyzer.rulebook.features import traceback_flags
+from analyzer.rulebook.raise_site_rules import FAMILY_RULE_PREFIX
 from analyzer.rulebook.vocabulary import Rule, all_triggers, load_rules
 from analyzer.sglang.catalog import FlagCatalog, all_catalogs, load_catalog
 from analyzer.sglang.releases import VersionChoice, by_messages, choose_for_text, choose_version
@@ -238,13 +239,21 @@ def analyze_log(
         rule = context.by_id[match.rule_id]
         finding = link(match, rule, context.catalog)
         incidents.append(_incident(finding, rule, log, context, launch, command_source))
+    # an exception a client_error rule recognises (a request SGLang refused, raised to the
+    # offline Engine's caller) is explained: no catch-all crash, no fallback for it
+    answered = {i.line for i in incidents if _is_client_finding(i)}
+    incidents = [
+        i
+        for i, match in zip(incidents, matches, strict=True)
+        if not (context.by_id[match.rule_id].generic and i.line in answered)
+    ]
     causes = [i for i in incidents if not _is_warning(i)]
     deaths = [i for i in causes if (rule := context.by_id.get(i.rule)) and rule.alone]
     if len(deaths) == len(causes):
         # nothing explains the failure, or only a death notice does: the last traceback is
         # the failure, and one a child died of right after is that death's cause
         death = _decisive_line(deaths[0]) if deaths else None
-        fallback = _fallback(log, context, launch, death, signs)
+        fallback = _fallback(log, context, launch, death, signs, answered)
         incidents = [fallback, *incidents] if fallback else incidents
     return judge(incidents, log, signs) if signs is not None else incidents
 
@@ -259,13 +268,16 @@ def _fallback(
     launch: list[Line] | None,
     death: Line | None = None,
     signs: LifeSigns | None = None,
+    answered: set[int] | None = None,
 ) -> Incident | None:
     """The last traceback no rule explains (with a `death` notice: the one that death
-    followed, if any), classed by the SGLang site that raised it."""
-    if not log.tracebacks:
+    followed, if any), classed by the SGLang site that raised it; not one whose exception
+    line is `answered` (a client finding's)."""
+    unexplained = [t for t in log.tracebacks if t.exception_line.number not in (answered or ())]
+    if not unexplained:
         return None
-    traceback = log.tracebacks[-1] if death is None else death_cause(log, death, signs)
-    if traceback is None:
+    traceback = unexplained[-1] if death is None else death_cause(log, death, signs)
+    if traceback is None or traceback.exception_line.number in (answered or ()):
         return None
     # imported here, as in _raise_site: a log without a traceback never loads an error catalog
     from analyzer.engine.raise_sites import (
@@ -423,6 +435,7 @@ def _finish(
     alone = {r.id for r in context.rules if r.alone}
     priorities = {r.id: r.priority for r in [*context.rules, *CHECK_RULES.values()]}
     priorities.update(CLIENT_PRIORITIES)
+    priorities.update(_family_priorities(found, context.rules))
     if any(s.kind.startswith("transcript") for s in summaries):
         from analyzer.transcripts.diagnose import PRIORITIES as SESSION_PRIORITIES
 
@@ -436,6 +449,15 @@ def _finish(
     return incidents_stage.build_report(
         summaries, ordered, last_lines, warnings, _report_catalog(ordered, summaries, context)
     )
+
+
+def _family_priorities(incidents: list[Incident], rules: list[Rule]) -> dict[str, int]:
+    """A raise-site family classifies what no hand rule explains: its incidents rank with
+    the generic rule that found them, below every rule that matched the same error."""
+    generic = min((r.priority for r in rules if r.generic), default=None)
+    if generic is None:
+        return {}
+    return {i.rule: generic for i in incidents if i.rule.startswith(FAMILY_RULE_PREFIX)}
 
 
 def _report_catalog(

@@ -54,8 +54,13 @@ EXCEPTION_ALONE = LazyPattern(
 EXCEPTION_MODULES = ("exceptions.", "errors.")
 NOT_FAILURES = ("CancelledError",)
 SERVER_ARGS_MARKERS = ("server_args=ServerArgs(", "server_args={")
+# distributed/device_communicators custom_all_reduce(_utils).py, quick_all_reduce.py: each rank
+# warns "{Custom allreduce|CustomAllreduce|Custom quick allreduce} is disabled because this
+# process group spans across nodes." while init_torch_distributed builds its groups
+SPANS_NODES = "is disabled because this process group spans across nodes"
 STARTUP_MARKERS = (
     *SERVER_ARGS_MARKERS,
+    SPANS_NODES,
     "Load weight begin",
     "Init torch distributed begin",
     "Init parallel begin",
@@ -70,6 +75,7 @@ IMPORT_SKIPPED = "Ignore import error when loading "
 PHASE_MARKERS = (
     ("Init torch distributed begin", "distributed_init"),
     ("Init nccl begin", "distributed_init"),
+    (SPANS_NODES, "distributed_init"),
     ("Init torch distributed ends", "distributed_ready"),
     ("Load weight begin", "weight_loading"),
     ("load weight begin", "weight_loading"),

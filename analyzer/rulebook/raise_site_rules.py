@@ -27,6 +27,8 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 FAMILIES_PACKAGE, FAMILIES_FILE = "analyzer.catalogs", "raise_sites.toml"
+# the `rule` of an incident a family classified: `raise-site:<family id>`
+FAMILY_RULE_PREFIX = "raise-site:"
 KNOWN_KEYS = {
     "id", "class", "title", "severity", "files", "functions", "exceptions", "message",
     "advice", "cases",
@@ -58,7 +60,7 @@ class SiteFamily:
     @property
     def rule_id(self) -> str:
         """The `rule` an incident classified by this family reports."""
-        return f"raise-site:{self.id}"
+        return f"{FAMILY_RULE_PREFIX}{self.id}"
 
     def fits(self, site: ErrorSite) -> bool:
         function = site.function.rsplit(".", 1)[-1]
