@@ -128,7 +128,7 @@ def analyze(
         if options.metrics:
             runs.extend(_metrics(text_input))
     report = _finish(found, summaries, last_lines, context)
-    report.attempts = _classified(timeline, report.incidents)
+    report.attempts = incidents_stage.classify_attempts(timeline, report.incidents)
     report.runs = runs
     if options.verify:
         _verify(report.incidents, {s.path: s.catalog_version for s in summaries})
@@ -252,14 +252,10 @@ def analyze_log(
     if len(deaths) == len(causes):
         # nothing explains the failure, or only a death notice does: the last traceback is
         # the failure, and one a child died of right after is that death's cause
-        death = _decisive_line(deaths[0]) if deaths else None
+        death = incidents_stage.decisive_line(deaths[0]) if deaths else None
         fallback = _fallback(log, context, launch, death, signs, answered)
         incidents = [fallback, *incidents] if fallback else incidents
     return judge(incidents, log, signs) if signs is not None else incidents
-
-
-def _decisive_line(incident: Incident) -> Line | None:
-    return next((ln for ln in incident.evidence if ln.number == incident.line), None)
 
 
 def _fallback(
@@ -440,11 +436,13 @@ def _finish(
         from analyzer.transcripts.diagnose import PRIORITIES as SESSION_PRIORITIES
 
         priorities.update(SESSION_PRIORITIES)
-    merged = _per_attempt(found, incidents_stage.merge_ranks, by_ref=False)
+    merged = incidents_stage.per_attempt(found, incidents_stage.merge_ranks, by_ref=False)
     ordered = incidents_stage.order(merged, priorities, [s.path for s in summaries])
     # a session's attempts in order; within one, warnings after the failures
     ordered = sorted(ordered, key=lambda i: (i.attempt or 0, _is_warning(i)))
-    ordered = _per_attempt(ordered, lambda group: _drop_redundant(group, alone), by_ref=True)
+    ordered = incidents_stage.per_attempt(
+        ordered, lambda group: _drop_redundant(group, alone), by_ref=True
+    )
     warnings = [f"{s.path}: {note}" for s in summaries for note in s.notes]
     return incidents_stage.build_report(
         summaries, ordered, last_lines, warnings, _report_catalog(ordered, summaries, context)
@@ -570,36 +568,3 @@ def _analyze_transcript(
 
 def _is_client_finding(incident: Incident) -> bool:
     return incident.rule_class == "client_error" and incident.severity == "info"
-
-
-def _per_attempt(incidents: list[Incident], step, by_ref: bool) -> list[Incident]:
-    """Run an incident step within each input (and each attempt of a transcript), so that
-    identical failures of two attempts stay two incidents. Order is kept."""
-    groups: dict[tuple, list[Incident]] = {}
-    for incident in incidents:
-        ref = _decisive_ref(incident) if by_ref else None
-        groups.setdefault((incident.source, incident.attempt, ref), []).append(incident)
-    kept = {id(i) for group in groups.values() for i in step(group)}
-    return [i for i in incidents if id(i) in kept]
-
-
-def _decisive_ref(incident: Incident) -> str | None:
-    line = _decisive_line(incident)
-    return line.ref if line else None
-
-
-def _classified(timeline: list[Attempt], incidents: list[Incident]) -> list[Attempt]:
-    """Each attempt's class is that of its first incident in the report's order (a
-    client's failure during it is no class of the attempt's)."""
-    for attempt in timeline:
-        attempt.rule_class = next(
-            (
-                i.rule_class
-                for i in incidents
-                if i.attempt == attempt.number
-                and i.source == attempt.source
-                and i.severity != "info"
-            ),
-            None,
-        )
-    return timeline

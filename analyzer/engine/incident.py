@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from analyzer.core.model import (
+    Attempt,
     Incident,
     InputSummary,
     Line,
@@ -244,3 +245,41 @@ def build_report(
     catalog_version: str,
 ) -> Report:
     return Report(inputs, incidents, verdict(incidents), last_lines, warnings, catalog_version)
+
+
+def per_attempt(incidents: list[Incident], step, by_ref: bool) -> list[Incident]:
+    """Run an incident step within each input (and each attempt of a transcript), so that
+    identical failures of two attempts stay two incidents. Order is kept."""
+    groups: dict[tuple, list[Incident]] = {}
+    for incident in incidents:
+        ref = _decisive_ref(incident) if by_ref else None
+        groups.setdefault((incident.source, incident.attempt, ref), []).append(incident)
+    kept = {id(i) for group in groups.values() for i in step(group)}
+    return [i for i in incidents if id(i) in kept]
+
+
+def decisive_line(incident: Incident) -> Line | None:
+    """The evidence line the incident is placed at."""
+    return next((ln for ln in incident.evidence if ln.number == incident.line), None)
+
+
+def _decisive_ref(incident: Incident) -> str | None:
+    line = decisive_line(incident)
+    return line.ref if line else None
+
+
+def classify_attempts(timeline: list[Attempt], incidents: list[Incident]) -> list[Attempt]:
+    """Each attempt's class is that of its first incident in the report's order (a
+    client's failure during it is no class of the attempt's)."""
+    for attempt in timeline:
+        attempt.rule_class = next(
+            (
+                i.rule_class
+                for i in incidents
+                if i.attempt == attempt.number
+                and i.source == attempt.source
+                and i.severity != "info"
+            ),
+            None,
+        )
+    return timeline
