@@ -52,11 +52,10 @@ from analyzer.sglang.error_catalog_build import (  # noqa: E402
     Miner,
     _Where,
     build_error_catalog,
-    flag_catalog_data,
 )
 from analyzer.sglang.error_source import exits  # noqa: E402
 from analyzer.sglang.flag_history import shipped_history  # noqa: E402
-from analyzer.sglang.release_source import package_version  # noqa: E402
+from analyzer.sglang.release_source import flag_catalog_data, package_version  # noqa: E402
 
 SGLANG = ROOT.parent / "main" / ".sglang"
 INSTALLED = sorted((SGLANG / "venv" / "lib").glob("python3*/site-packages/sglang"))

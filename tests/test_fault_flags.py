@@ -164,8 +164,7 @@ def test_a_mined_entry_of_0_5_23():
 
 @pytest.mark.sglang
 def test_build_from_an_installed_release_matches_committed() -> None:
-    from analyzer.sglang.error_catalog_build import flag_catalog_data
-    from analyzer.sglang.release_source import locate_package, package_version
+    from analyzer.sglang.release_source import flag_catalog_data, locate_package, package_version
 
     python = os.environ.get("LOGANALYZE_SGLANG_PYTHON")
     if not python:

@@ -29,19 +29,15 @@ keeps the map small.
 
 from __future__ import annotations
 
-import argparse
 import ast
 import json
 import os
-import subprocess
-import sys
 import warnings
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from analyzer.core.output import OutputError, write_output
-from analyzer.sglang.release_source import locate_package, package_version
+from analyzer.core.output import write_output
+from analyzer.sglang.release_source import SourceMiner, package_version
 
 HOW = (
     "built by `loganalyze catalog build` (analyzer/sglang/code_paths_build.py) with ast from "
@@ -257,48 +253,15 @@ def write_code_paths(
     return sum(len(functions) for functions in paths["files"].values())
 
 
-def write_beside(flag_catalog_path: str | os.PathLike[str]) -> tuple[Path, int]:
-    """After `catalog build -o F`: mine the same (importable) sglang into
-    `paths-VERSION.json` next to F, flags mapped through the catalog just written."""
-    flags = json.loads(Path(flag_catalog_path).read_text(encoding="utf-8"))
-    package = locate_package()
-    path = Path(flag_catalog_path).parent / f"{PREFIX}{package_version(package)}{SUFFIX}"
-    return path, write_code_paths(path, package, flags)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m analyzer.sglang.code_paths_build [-o FILE] [--python PY | --package-dir DIR]`."""
-    from analyzer.sglang.error_catalog_build import flag_catalog_data
-
-    cli = argparse.ArgumentParser(
-        prog="python -m analyzer.sglang.code_paths_build",
-        description="Mine the server arguments each SGLang function reads (JSON).",
-    )
-    cli.add_argument("-o", "--output", help="default: analyzer/catalogs/paths-VERSION.json")
-    cli.add_argument("--python", help="the Python whose sglang to mine (PYTHONPATH applies)")
-    cli.add_argument("--package-dir", type=Path, help="an sglang package folder to mine")
-    cli.add_argument("--flag-catalog", type=Path, help="default: the shipped one of the release")
-    args = cli.parse_args(list(argv) if argv is not None else None)
-    try:
-        package = args.package_dir or locate_package(args.python)
-        version = package_version(package)
-        if args.flag_catalog:
-            flags = json.loads(args.flag_catalog.read_text(encoding="utf-8"))
-        else:
-            flags = flag_catalog_data(version)
-    except (OSError, ValueError, subprocess.SubprocessError) as exc:
-        print(f"code_paths_build: {exc}", file=sys.stderr)
-        return 2
-    default = Path(__file__).parent.parent / "catalogs" / f"{PREFIX}{version}{SUFFIX}"
-    output = args.output or str(default)
-    try:
-        count = write_code_paths(output, package, flags)
-    except OutputError as exc:
-        print(f"code_paths_build: {exc}", file=sys.stderr)
-        return 2
-    print(f"wrote {output} ({count} functions, sglang {version})")
-    return 0
+MINER = SourceMiner(
+    "analyzer.sglang.code_paths_build",
+    "Mine the server arguments each SGLang function reads (JSON).",
+    PREFIX,
+    "functions",
+    write_code_paths,
+)
+write_beside = MINER.write_beside
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(MINER.main())

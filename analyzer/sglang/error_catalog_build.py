@@ -17,18 +17,15 @@ mined from a `pip install --target` folder, by any Python.
 
 from __future__ import annotations
 
-import argparse
 import ast
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from analyzer.core.output import OutputError, write_output
+from analyzer.core.output import write_output
 from analyzer.sglang.error_source import (
     Template,
     child_blocks,
@@ -40,7 +37,7 @@ from analyzer.sglang.error_source import (
     template_of,
     walk_body,
 )
-from analyzer.sglang.release_source import locate_package, package_version
+from analyzer.sglang.release_source import SourceMiner, package_version
 
 HOW = (
     "built by `loganalyze catalog build` (analyzer/sglang/error_catalog_build.py) with ast from the "
@@ -525,55 +522,15 @@ def write_error_catalog(
     return len(catalog["entries"])
 
 
-def write_beside(flag_catalog_path: str | os.PathLike[str]) -> tuple[Path, int]:
-    """After `catalog build -o F`: mine the same (importable) sglang into
-    `errors-VERSION.json` next to F, flags mapped through the catalog just written."""
-    flags = json.loads(Path(flag_catalog_path).read_text(encoding="utf-8"))
-    package = locate_package()
-    path = Path(flag_catalog_path).parent / f"errors-{package_version(package)}.json"
-    return path, write_error_catalog(path, package, flags)
-
-
-def flag_catalog_data(version: str) -> dict[str, Any]:
-    """The shipped flag catalog of `version`, as JSON data."""
-    from importlib import resources
-
-    text = (
-        resources.files("analyzer.catalogs").joinpath(f"sglang-{version}.json").read_text("utf-8")
-    )
-    return json.loads(text)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m analyzer.sglang.error_catalog_build -o FILE [--python PY | --package-dir DIR]`."""
-    cli = argparse.ArgumentParser(
-        prog="python -m analyzer.sglang.error_catalog_build",
-        description="Mine SGLang's raise/assert sites into an error catalog (JSON).",
-    )
-    cli.add_argument("-o", "--output", help="default: analyzer/catalogs/errors-VERSION.json")
-    cli.add_argument("--python", help="the Python whose sglang to mine (PYTHONPATH applies)")
-    cli.add_argument("--package-dir", type=Path, help="an sglang package folder to mine")
-    cli.add_argument("--flag-catalog", type=Path, help="default: the shipped one of the release")
-    args = cli.parse_args(list(argv) if argv is not None else None)
-    try:
-        package = args.package_dir or locate_package(args.python)
-        version = package_version(package)
-        if args.flag_catalog:
-            flags = json.loads(args.flag_catalog.read_text(encoding="utf-8"))
-        else:
-            flags = flag_catalog_data(version)
-    except (OSError, ValueError, subprocess.SubprocessError) as exc:
-        print(f"error_catalog_build: {exc}", file=sys.stderr)
-        return 2
-    output = args.output or str(Path(__file__).parent.parent / "catalogs" / f"errors-{version}.json")
-    try:
-        count = write_error_catalog(output, package, flags)
-    except OutputError as exc:
-        print(f"error_catalog_build: {exc}", file=sys.stderr)
-        return 2
-    print(f"wrote {output} ({count} entries, sglang {version})")
-    return 0
+MINER = SourceMiner(
+    "analyzer.sglang.error_catalog_build",
+    "Mine SGLang's raise/assert sites into an error catalog (JSON).",
+    "errors-",
+    "entries",
+    write_error_catalog,
+)
+write_beside = MINER.write_beside
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(MINER.main())
