@@ -58,3 +58,7 @@ class LazyPattern:
 
     def __repr__(self) -> str:
         return f"LazyPattern({self.pattern!r})"
+
+    def __reduce__(self) -> tuple[type, tuple[str, int]]:
+        # pickled (core/parse_cache.py) as its source: a compiled pattern is not kept
+        return (LazyPattern, (self.pattern, self.flags))

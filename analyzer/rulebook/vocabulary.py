@@ -33,8 +33,10 @@ from typing import Any
 
 import regex
 
+from analyzer.core import lazy_pattern
 from analyzer.core.lazy_pattern import LazyPattern
 from analyzer.core.model import SEVERITIES
+from analyzer.core.parse_cache import cached
 
 try:  # tomli's compiled wheels read the rule files, every run, 3x faster than tomllib
     import tomli as tomllib
@@ -110,7 +112,7 @@ class Rule:
 
 def load_rules(extra_dirs: list[str] | None = None) -> list[Rule]:
     """The shipped rules plus any user rule folders; ids must be unique."""
-    rules = [_load_text(p.read_text("utf-8"), f"rules/{p.name}") for p in _shipped_files()]
+    rules = list(_shipped_rules())
     for directory in extra_dirs or []:
         folder = Path(directory)
         if not folder.is_dir():
@@ -119,6 +121,23 @@ def load_rules(extra_dirs: list[str] | None = None) -> list[Rule]:
             rules.append(_load_text(_read(path), str(path), compile_now=True))
     _check_unique(rules)
     return rules
+
+
+def _shipped_rules() -> list[Rule]:
+    """The shipped rules, parsed once and kept between runs (core/parse_cache.py)."""
+    files = _shipped_files()
+    here = Path(__file__)
+    code = [
+        here,
+        here.with_name("logic.py"),
+        here.with_name("registry.py"),
+        Path(lazy_pattern.__file__),
+    ]
+    return cached(
+        "rules",
+        [*files, *code],
+        lambda: [_load_text(p.read_text("utf-8"), f"rules/{p.name}") for p in files],
+    )
 
 
 def _shipped_files() -> list[Any]:

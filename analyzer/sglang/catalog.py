@@ -14,9 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache, cached_property
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from analyzer.core import bounded_json
+from analyzer.core.parse_cache import cached
 
 CATALOG_PACKAGE = "analyzer.catalogs"
 
@@ -69,21 +71,25 @@ class FlagCatalog:
         self,
         data: dict[str, Any] | None = None,
         version: str | None = None,
-        read: Callable[[], dict[str, Any]] | None = None,
+        read: Callable[[], tuple[dict[str, Any], tuple[FlagSpec, ...]]] | None = None,
     ) -> None:
         """From the catalog's JSON `data`, or lazily: `version` now, `read()` giving the
-        JSON on first use of anything else (version detection names every shipped release,
-        and most inputs need only one or two of them read)."""
+        JSON and its FlagSpecs on first use of anything else (version detection names every
+        shipped release, and most inputs need only one or two of them read)."""
         self._data = data
         self._read = read
         self.version: str = version or (data or {}).get("sglang_version", "unknown")
 
     @cached_property
+    def _parsed(self) -> tuple[dict[str, Any], tuple[FlagSpec, ...]]:
+        if self._data is not None:
+            return self._data, tuple(_spec(o) for o in self._data["options"])
+        assert self._read is not None, "a catalog needs its data or a reader"
+        return self._read()
+
+    @cached_property
     def data(self) -> dict[str, Any]:
-        if self._data is None:
-            assert self._read is not None, "a catalog needs its data or a reader"
-            self._data = self._read()
-        return self._data
+        return self._parsed[0]
 
     @cached_property
     def built(self) -> str | None:
@@ -100,7 +106,7 @@ class FlagCatalog:
 
     @cached_property
     def specs(self) -> tuple[FlagSpec, ...]:
-        return tuple(_spec(o) for o in self.data["options"])
+        return self._parsed[1]
 
     @cached_property
     def _by_option(self) -> dict[str, FlagSpec]:
@@ -237,7 +243,6 @@ def all_catalogs() -> list[FlagCatalog]:
     return [load_catalog(version) for version in shipped_versions()]
 
 
-@cache
 def load_catalog(version: str | None = None) -> FlagCatalog:
     """The shipped catalog of `version`, or of the newest shipped SGLang (read on first use)."""
     versions = shipped_versions()
@@ -246,12 +251,23 @@ def load_catalog(version: str | None = None) -> FlagCatalog:
     chosen = version or versions[-1]
     if chosen not in versions:
         raise CatalogError(f"no catalog for sglang {chosen} (shipped: {', '.join(versions)})")
-    return FlagCatalog(version=chosen, read=lambda: _read_shipped(chosen))
+    return _shipped_catalog(chosen)
 
 
-def _read_shipped(version: str) -> dict[str, Any]:
+@cache
+def _shipped_catalog(version: str) -> FlagCatalog:
+    return FlagCatalog(version=version, read=lambda: _read_shipped(version))
+
+
+def _read_shipped(version: str) -> tuple[dict[str, Any], tuple[FlagSpec, ...]]:
+    """The catalog's JSON and FlagSpecs, kept between runs (core/parse_cache.py)."""
     path = resources.files(CATALOG_PACKAGE).joinpath(f"sglang-{version}.json")
+
+    def parse() -> tuple[dict[str, Any], tuple[FlagSpec, ...]]:
+        data = bounded_json.loads(path.read_text("utf-8"))
+        return data, tuple(_spec(o) for o in data["options"])
+
     try:
-        return bounded_json.loads(path.read_text("utf-8"))
+        return cached(f"flags-{version}", [path, Path(__file__)], parse)
     except (OSError, ValueError) as exc:
         raise CatalogError(f"cannot read the flag catalog of sglang {version}: {exc}") from None

@@ -5,7 +5,8 @@ Many SGLang errors name no flag (`Currently standalone speculative decoding does
 support dp attention.`, a bare `AssertionError`), but the source line that raised them
 is guarded by a condition that reads server arguments. `analyzer/sglang/error_catalog_build.py`
 mines those sites from each release's source into `catalogs/errors-VERSION.json`; this
-module loads them (lazily: the analyzer pays nothing until an exception line needs it)
+module loads them (lazily: the analyzer pays nothing until an exception line needs it;
+parsed once, then kept between runs by core/parse_cache.py)
 and answers two questions:
 
 - `match(exception_type, message)`: which sites can have printed this message. Hundreds
@@ -25,11 +26,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cache, cached_property
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import regex
 
 from analyzer.core import bounded_json
+from analyzer.core.parse_cache import cached
 
 CATALOG_PACKAGE = "analyzer.catalogs"
 PREFIX, SUFFIX = "errors-", ".json"
@@ -338,6 +341,10 @@ def load_error_catalog(version: str | None = None) -> ErrorCatalog:
         chosen = older[-1]
     path = resources.files(CATALOG_PACKAGE).joinpath(f"{PREFIX}{chosen}{SUFFIX}")
     try:
-        return ErrorCatalog.from_json(bounded_json.loads(path.read_text("utf-8")))
+        return cached(
+            f"errors-{chosen}",
+            [path, Path(__file__)],
+            lambda: ErrorCatalog.from_json(bounded_json.loads(path.read_text("utf-8"))),
+        )
     except (OSError, ValueError, KeyError) as exc:
         raise ErrorCatalogError(f"cannot read the error catalog of sglang {chosen}: {exc}") from exc
