@@ -8,6 +8,7 @@ error (with --debug, its traceback); `ci`, `run`, `verify` document their own co
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from collections.abc import Iterator
@@ -572,7 +573,17 @@ def run_status(
 
 def main() -> None:
     """Entry point: a first argument that is not a subcommand means `analyze`."""
-    argv = sys.argv[1:]
+    try:
+        _dispatch(sys.argv[1:])
+    finally:
+        # the process ends here: the collection at exit would walk (and free) every object
+        # the run built, catalogs included, at the cost of a small log's whole analysis;
+        # the OS takes the memory back anyway (open files are closed by then, stdout is
+        # flushed at exit as always)
+        gc.freeze()
+
+
+def _dispatch(argv: list[str]) -> None:
     if argv and argv[0] not in SUBCOMMANDS and argv[0] not in ("--help", "-h"):
         argv = ["analyze", *argv]
     if argv and argv[0] == "analyze":
