@@ -12,6 +12,7 @@ and the data parsed as before. LOGANALYZE_CACHE_DIR="" turns the cache off.
 
 from __future__ import annotations
 
+import gc
 import os
 import pickle
 import sys
@@ -78,7 +79,15 @@ def _load(path: Path, key: tuple[str, ...]) -> Any:
                 return _MISSING  # pickle runs code: only our own files are read
             if pickle.load(file) != key:
                 return _MISSING
-            return pickle.load(file)
+            # unpickling makes tens of thousands of containers and frees none: collections
+            # it triggers find nothing, and doubled the load time
+            collecting = gc.isenabled()
+            gc.disable()
+            try:
+                return pickle.load(file)
+            finally:
+                if collecting:
+                    gc.enable()
     except Exception:  # missing, cut short, written by another version: parse again
         return _MISSING
 

@@ -21,6 +21,7 @@ from analyzer.core import bounded_json
 from analyzer.core.parse_cache import cached
 
 CATALOG_PACKAGE = "analyzer.catalogs"
+MAX_RESOLVED = 10_000  # typed flags remembered per catalog (a huge input types many)
 
 
 class CatalogError(Exception):
@@ -120,8 +121,20 @@ class FlagCatalog:
     def _long_options(self) -> list[str]:
         return sorted(o for o in self._by_option if o.startswith("--"))
 
+    @cached_property
+    def _resolved(self) -> dict[str, Resolution]:
+        return {}
+
     def resolve(self, typed: str) -> Resolution:
         """Resolve a typed flag (`--tp`, `--tensor-parallel-size`) the way argparse does."""
+        found = self._resolved.get(typed)
+        if found is None:  # the same flags are resolved many times a run: once each
+            found = self._resolve(typed)
+            if len(self._resolved) < MAX_RESOLVED:
+                self._resolved[typed] = found
+        return found
+
+    def _resolve(self, typed: str) -> Resolution:
         flag = typed.split("=", 1)[0]
         spec = self._by_option.get(flag)
         if spec is not None:
