@@ -30,6 +30,8 @@ BACKSLASH = "\\"  # Windows paths in a pasted traceback
 
 @dataclass(frozen=True)
 class Feature:
+    """A feature of SGLang: its flags, and the phrases and frames that show it ran."""
+
     flags: tuple[str, ...]
     phrases: tuple[str, ...] = ()
     frames: tuple[str, ...] = ()

@@ -54,6 +54,8 @@ class PhaseCase:
 
 @dataclass(frozen=True)
 class FramePhase:
+    """A startup phase, told by the frames a traceback ran through."""
+
     id: str
     rule_class: str
     text: str  # "model loading": what the explanation says the traceback was in
@@ -127,7 +129,8 @@ def _phase(data: dict[str, Any]) -> FramePhase:
     if unknown:
         raise ValueError(f"unknown key(s) {', '.join(unknown)}")
     frames = tuple(
-        FrameSet(string_list(f, "files"), string_list(f, "functions")) for f in data.get("frames", [])
+        FrameSet(string_list(f, "files"), string_list(f, "functions"))
+        for f in data.get("frames", [])
     )
     code = data.get("code")
     if not frames and not code:
@@ -144,4 +147,3 @@ def _phase(data: dict[str, Any]) -> FramePhase:
             for c in data.get("cases", [])
         ),
     )
-

@@ -44,6 +44,8 @@ class FamilyCase:
 
 @dataclass(frozen=True)
 class SiteFamily:
+    """Raise sites (by file, function, exception type, message) that share one class."""
+
     id: str
     rule_class: str
     title: str

@@ -61,6 +61,8 @@ class RuleError(Exception):
 
 @dataclass(frozen=True)
 class RuleDoc:
+    """A rule's documentation: what it detects, why it happens, how to fix it."""
+
     detects: str
     why: str
     fix: str
@@ -85,6 +87,8 @@ class Advice:
 
 @dataclass(frozen=True)
 class Rule:
+    """One rule, as read from its TOML file (the vocabulary is in the module docstring)."""
+
     id: str
     rule_class: str
     title: str
