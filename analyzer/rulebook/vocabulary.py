@@ -33,15 +33,10 @@ from typing import Any
 
 import regex
 
-from analyzer.core import lazy_pattern
+from analyzer.core import lazy_pattern, toml_data
 from analyzer.core.lazy_pattern import LazyPattern
 from analyzer.core.model import SEVERITIES
 from analyzer.core.parse_cache import cached
-
-try:  # tomli's compiled wheels read the rule files, every run, 3x faster than tomllib
-    import tomli as tomllib
-except ImportError:  # pragma: no cover
-    import tomllib
 
 SCOPES = ("line", "traceback", "usage", "log")
 REQUIREMENTS = (
@@ -166,8 +161,8 @@ def _check_unique(rules: list[Rule]) -> None:
 
 def _load_text(text: str, path: str, compile_now: bool = False) -> Rule:
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+        data = toml_data.loads(text)
+    except toml_data.TomlError as exc:
         raise RuleError(f"{path}: not valid TOML ({exc})") from None
     except RecursionError:  # tomllib recurses once per nested array or inline table
         raise RuleError(f"{path}: not valid TOML (nested too deep to read)") from None
