@@ -7,9 +7,9 @@ cache (core/parse_cache.py) already holds it.
 
 from __future__ import annotations
 
-from importlib import resources
 from typing import Any
 
+from analyzer.core.package_files import package_files
 from analyzer.core.parse_cache import cached
 
 
@@ -31,5 +31,5 @@ def loads(text: str) -> dict[str, Any]:
 
 def shipped_toml(package: str, name: str) -> dict[str, Any]:
     """The data of TOML file `name` shipped in `package`."""
-    path = resources.files(package).joinpath(name)
+    path = package_files(package).joinpath(name)
     return cached(f"toml-{name}", [path], lambda: loads(path.read_text("utf-8")))

@@ -27,7 +27,6 @@ One file per rule. The vocabulary (documented in rules/README.md):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +35,7 @@ import regex
 from analyzer.core import lazy_pattern, toml_data
 from analyzer.core.lazy_pattern import LazyPattern
 from analyzer.core.model import SEVERITIES
+from analyzer.core.package_files import package_files
 from analyzer.core.parse_cache import cached
 
 SCOPES = ("line", "traceback", "usage", "log")
@@ -140,7 +140,7 @@ def _shipped_rules() -> list[Rule]:
 
 
 def _shipped_files() -> list[Any]:
-    folder = resources.files("analyzer.rules")
+    folder = package_files("analyzer.rules")
     return sorted((p for p in folder.iterdir() if p.name.endswith(".toml")), key=lambda p: p.name)
 
 

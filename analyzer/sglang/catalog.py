@@ -13,11 +13,11 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache, cached_property
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from analyzer.core import bounded_json
+from analyzer.core.package_files import package_files
 from analyzer.core.parse_cache import cached
 
 CATALOG_PACKAGE = "analyzer.catalogs"
@@ -234,7 +234,7 @@ def version_key(version: str) -> tuple[int, ...]:
 @cache
 def shipped_versions() -> list[str]:
     """Versions of the catalogs shipped in the package, oldest first."""
-    names = [p.name for p in resources.files(CATALOG_PACKAGE).iterdir()]
+    names = [p.name for p in package_files(CATALOG_PACKAGE).iterdir()]
     versions = [n[len("sglang-") : -len(".json")] for n in names if n.startswith("sglang-")]
     return sorted(versions, key=version_key)
 
@@ -274,7 +274,7 @@ def _shipped_catalog(version: str) -> FlagCatalog:
 
 def _read_shipped(version: str) -> tuple[dict[str, Any], tuple[FlagSpec, ...]]:
     """The catalog's JSON and FlagSpecs, kept between runs (core/parse_cache.py)."""
-    path = resources.files(CATALOG_PACKAGE).joinpath(f"sglang-{version}.json")
+    path = package_files(CATALOG_PACKAGE).joinpath(f"sglang-{version}.json")
 
     def parse() -> tuple[dict[str, Any], tuple[FlagSpec, ...]]:
         data = bounded_json.loads(path.read_text("utf-8"))

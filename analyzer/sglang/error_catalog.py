@@ -25,13 +25,13 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cache, cached_property
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import regex
 
 from analyzer.core import bounded_json
+from analyzer.core.package_files import package_files
 from analyzer.core.parse_cache import cached
 
 CATALOG_PACKAGE = "analyzer.catalogs"
@@ -315,7 +315,7 @@ def _version_key(version: str) -> tuple[int, ...]:
 @cache
 def shipped_error_versions() -> list[str]:
     """Releases with a shipped error catalog, oldest first."""
-    names = [p.name for p in resources.files(CATALOG_PACKAGE).iterdir()]
+    names = [p.name for p in package_files(CATALOG_PACKAGE).iterdir()]
     found = [n[len(PREFIX) : -len(SUFFIX)] for n in names if n.startswith(PREFIX)]
     return sorted((v for v in found if _is_version(v)), key=_version_key)
 
@@ -339,7 +339,7 @@ def load_error_catalog(version: str | None = None) -> ErrorCatalog:
                 f"no error catalog for sglang {chosen} (shipped: {', '.join(versions)})"
             )
         chosen = older[-1]
-    path = resources.files(CATALOG_PACKAGE).joinpath(f"{PREFIX}{chosen}{SUFFIX}")
+    path = package_files(CATALOG_PACKAGE).joinpath(f"{PREFIX}{chosen}{SUFFIX}")
     try:
         return cached(
             f"errors-{chosen}",

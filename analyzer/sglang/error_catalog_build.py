@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from analyzer.core.output import OutputError, write_output
+from analyzer.core.package_files import package_files
 from analyzer.sglang.error_source import (
     Template,
     child_blocks,
@@ -536,10 +537,9 @@ def write_beside(flag_catalog_path: str | os.PathLike[str]) -> tuple[Path, int]:
 
 def flag_catalog_data(version: str) -> dict[str, Any]:
     """The shipped flag catalog of `version`, as JSON data."""
-    from importlib import resources
 
     text = (
-        resources.files("analyzer.catalogs").joinpath(f"sglang-{version}.json").read_text("utf-8")
+        package_files("analyzer.catalogs").joinpath(f"sglang-{version}.json").read_text("utf-8")
     )
     return json.loads(text)
 
