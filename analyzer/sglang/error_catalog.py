@@ -43,6 +43,10 @@ MIN_FIXED_TEXT = 12
 # a message shorter than this is not read as the opening of a later release's longer one
 MIN_SHORTENED = 24
 _FIELD = re.compile(r"\{[^{}]*\}")
+# Building the Aho-Corasick automaton over a release's ~2,000 literals takes longer than
+# testing each literal with `in` on a few messages: up to this many characters of messages
+# are searched that way, then the automaton is built.
+PLAIN_SEARCH_CHARS = 6_000
 
 
 class ErrorCatalogError(Exception):
@@ -161,6 +165,7 @@ class ErrorCatalog:
     entries: tuple[ErrorSite, ...]
     flag_catalog: str | None = None
     _prefilter: Any = field(default=None, repr=False)
+    _plain_chars: int = field(default=0, repr=False, compare=False)  # searched without it
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ErrorCatalog:
@@ -178,12 +183,15 @@ class ErrorCatalog:
         return ordered, [literals[lit] for lit in ordered]
 
     def _candidates(self, message: str) -> list[int]:
-        """Entries all of whose literals occur in the message (one Aho-Corasick pass)."""
+        """Entries all of whose literals occur in the message (one Aho-Corasick pass, once
+        enough text was searched to pay for building the automaton)."""
         literals, owners = self._literal_index
         if not literals:
             return []
-        if self._prefilter is None:
+        if self._prefilter is None and self._plain_chars + len(message) > PLAIN_SEARCH_CHARS:
             self._prefilter = _automaton(literals)
+        if self._prefilter is None:
+            self._plain_chars += len(message)
         found = {i for i, _start, _end in _find_all(self._prefilter, literals, message)}
         hits: dict[int, int] = {}
         for i in found:
