@@ -9,6 +9,7 @@ prefixes of a long option are silently expanded.
 from __future__ import annotations
 
 import difflib
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -273,14 +274,35 @@ def _shipped_catalog(version: str) -> FlagCatalog:
 
 
 def _read_shipped(version: str) -> tuple[dict[str, Any], tuple[FlagSpec, ...]]:
-    """The catalog's JSON and FlagSpecs, kept between runs (core/parse_cache.py)."""
-    path = package_files(CATALOG_PACKAGE).joinpath(f"sglang-{version}.json")
+    return _all_shipped()[version]
 
-    def parse() -> tuple[dict[str, Any], tuple[FlagSpec, ...]]:
-        data = bounded_json.loads(path.read_text("utf-8"))
-        return data, tuple(_spec(o) for o in data["options"])
 
-    try:
-        return cached(f"flags-{version}", [path, Path(__file__)], parse)
-    except (OSError, ValueError) as exc:
-        raise CatalogError(f"cannot read the flag catalog of sglang {version}: {exc}") from None
+@cache
+def _all_shipped() -> dict[str, tuple[dict[str, Any], tuple[FlagSpec, ...]]]:
+    """Every shipped catalog's JSON and FlagSpecs, kept between runs (core/parse_cache.py)
+    in one file: version detection reads them all, and two thirds of the options are the
+    same in each release, stored once."""
+    folder = package_files(CATALOG_PACKAGE)
+    paths = {v: folder.joinpath(f"sglang-{v}.json") for v in shipped_versions()}
+    return cached("flags", [*paths.values(), Path(__file__)], lambda: _parse_all(paths))
+
+
+def _parse_all(paths: dict[str, Any]) -> dict[str, tuple[dict[str, Any], tuple[FlagSpec, ...]]]:
+    specs: dict[str, FlagSpec] = {}  # one object per distinct option (pickled once)
+    options: dict[str, dict[str, Any]] = {}
+    parsed = {}
+    for version, path in paths.items():
+        try:
+            data = bounded_json.loads(path.read_text("utf-8"))
+            shared = []
+            for option in data["options"]:
+                key = json.dumps(option, sort_keys=True)
+                shared.append(options.setdefault(key, option))
+                if key not in specs:
+                    specs[key] = _spec(option)
+            data["options"] = shared
+            found = tuple(specs[json.dumps(o, sort_keys=True)] for o in shared)
+        except (OSError, ValueError, KeyError) as exc:
+            raise CatalogError(f"cannot read the flag catalog of sglang {version}: {exc}") from None
+        parsed[version] = (data, found)
+    return parsed
