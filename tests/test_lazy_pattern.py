@@ -1,0 +1,91 @@
+"""LazyPattern answers exactly as the compiled pattern does, compiled or not yet."""
+
+from __future__ import annotations
+
+import gc
+import random
+from pathlib import Path
+
+import pytest
+import regex
+
+from analyzer.core.lazy_pattern import LazyPattern, required_opening
+from analyzer.rulebook.vocabulary import load_rules
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize(
+    ("source", "opening"),
+    [
+        (r"^KeyError: '(?P<key>[\w.]+)'$", "KeyError: '"),
+        (
+            r"mat1 and mat2 shapes cannot be multiplied \(\d+x\d+",
+            "mat1 and mat2 shapes cannot be multiplied (",
+        ),
+        ("OutOfMemoryError", "OutOfMemoryError"),
+        ("abcd*", "abc"),  # a quantified character is not required
+        ("abcd{2}", "abc"),
+        (r"foo\.bar\d", "foo.bar"),
+        ("(?i)CUDA out of memory", None),  # case-insensitive: the letters are not literal
+        ("CUDA (?i:out) of memory", None),
+        ("abc(?x) d e f", None),
+        ("abc|def", None),  # either branch
+        (r"abc\\|def", None),
+        ("abcdef[|]x", "abcdef"),  # `|` inside a set is a member
+        ("abc[]|]|x", None),
+        ("abc[[:alpha:]|]", None),
+        (r"^(?P<kind>ValueError|TypeError): x", None),
+        (r"\bword here", None),
+        ("ab", None),  # too short to be worth it
+        ("abc(def", None),  # unbalanced: not trusted
+    ],
+)
+def test_required_opening(source: str, opening: str | None):
+    assert required_opening(source) == opening
+
+
+def _patterns() -> list[str]:
+    """Every shipped rule pattern and every LazyPattern the analyzer's modules create."""
+    found = set()
+    for rule in load_rules():
+        found.update(
+            p.pattern for p in (*rule.patterns, *rule.frameless, rule.frame, rule.code) if p
+        )
+    found.update(o.pattern for o in gc.get_objects() if isinstance(o, LazyPattern) and not o.flags)
+    return sorted(found)
+
+
+def _texts() -> list[str]:
+    lines = []
+    for path in sorted((ROOT / "fixtures" / "real").glob("*.log")):
+        lines.extend(path.read_text("utf-8", errors="replace").splitlines())
+    return lines
+
+
+def test_prefiltered_answers_equal_the_compiled_ones():
+    import analyzer.pipeline  # noqa: F401 - creates the modules' patterns
+
+    texts = _texts()
+    random.seed(17)
+    for source in _patterns():
+        opening = required_opening(source)
+        if opening is None:
+            continue
+        compiled = regex.compile(source)
+        sample = [t for t in texts if opening in t] + random.sample(texts, 200)
+        sample += [opening, opening + " tail", "x" + opening, opening[:-1]]
+        for text in sample:
+            lazy = LazyPattern(source)  # a fresh one: never compiled before this call
+            assert bool(lazy.search(text)) == bool(compiled.search(text)), (source, text)
+            assert bool(LazyPattern(source).match(text)) == bool(compiled.match(text))
+
+
+def test_a_text_without_the_opening_compiles_nothing():
+    pattern = LazyPattern(r"^ValueError: Unknown speculative algorithm name: (?P<hl>\S+)$")
+    assert pattern.search("RuntimeError: CUDA error") is None
+    assert pattern.match("RuntimeError: CUDA error", timeout=1.0) is None
+    assert pattern._compiled is None
+    found = pattern.search("ValueError: Unknown speculative algorithm name: EAGLE9")
+    assert found["hl"] == "EAGLE9"
+    assert pattern._compiled is not None
