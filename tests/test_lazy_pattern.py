@@ -39,6 +39,17 @@ ROOT = Path(__file__).resolve().parent.parent
         (r"\bword here", None),
         ("ab", None),  # too short to be worth it
         ("abc(def", None),  # unbalanced: not trusted
+        (
+            r"(?P<detail>Received sigquit from a child proces)s?",
+            "Received sigquit from a child proces",
+        ),
+        (r"pre(?P<x>fix (?:here|there))", "prefix "),  # into a group, not into its branches
+        ("(?P<a>abc)?def", None),  # an optional group
+        ("(?:abcd)+", None),
+        ("(?P<a>abc|xyz)def", None),
+        ("(?=abcd)abcd", None),  # a lookahead matches nothing
+        ("(?<=abc)defg", None),
+        (r"(?:abc\)d)e", "abc)d"),
     ],
 )
 def test_required_opening(source: str, opening: str | None):

@@ -89,23 +89,24 @@ def required_opening(source: str) -> str | None:
     """The literal text every match of `source` starts with (None: none that is sure).
 
     Read conservatively: the plain characters after an optional `^`, up to the first
-    special one, in a pattern without inline flags (a case-insensitive or verbose part
-    would change what they match), POSIX classes, or `|` outside any group (the text
-    would be only one branch's). A character a quantifier follows is left out."""
-    if (
-        "(?"
-        in source.replace("(?:", "")
-        .replace("(?P<", "")
-        .replace("(?=", "")
-        .replace("(?!", "")
-        .replace("(?<", "")
-        or "[:" in source
-        or _has_top_level_branch(source)
-    ):
+    special one, into a group that opens there (unless the group is optional or repeated
+    or has branches), in a pattern without inline flags (a case-insensitive or verbose
+    part would change what the characters match), POSIX classes, or a `|` outside any
+    group. A character a quantifier follows is left out."""
+    plain = source
+    for group in ("(?:", "(?P<", "(?=", "(?!", "(?<"):
+        plain = plain.replace(group, "")
+    if "(?" in plain or "[:" in source or _has_top_level_branch(source):
         return None
+    opening = _literal_run(source, 1 if source.startswith("^") else 0)
+    return opening if len(opening) >= MIN_OPENING else None
+
+
+def _literal_run(source: str, i: int, end: int | None = None) -> str:
+    """The literal characters source[i:end] starts with (a group that opens there too)."""
+    end = len(source) if end is None else end
     chars: list[str] = []
-    i = 1 if source.startswith("^") else 0
-    while i < len(source):
+    while i < end:
         char = source[i]
         if char == "\\":
             escaped = source[i + 1 : i + 2]
@@ -113,6 +114,9 @@ def required_opening(source: str) -> str | None:
                 break
             chars.append(escaped)
             i += 2
+        elif char == "(":
+            chars.append(_group_opening(source, i))
+            break
         elif char in _METACHARACTERS:
             if char in _QUANTIFIERS and chars:
                 chars.pop()
@@ -120,8 +124,52 @@ def required_opening(source: str) -> str | None:
         else:
             chars.append(char)
             i += 1
-    opening = "".join(chars)
-    return opening if len(opening) >= MIN_OPENING else None
+    return "".join(chars)
+
+
+def _group_opening(source: str, start: int) -> str:
+    """The literal text a group at `start` opens with: "" for a lookaround, an optional or
+    repeated group, or one with branches."""
+    if source.startswith("(?:", start):
+        body = start + 3
+    elif source.startswith("(?P<", start) or source.startswith("(?<", start):
+        if source.startswith(("(?<=", "(?<!"), start):
+            return ""
+        body = source.find(">", start) + 1
+    elif source.startswith("(?", start):
+        return ""
+    else:
+        body = start + 1
+    close = _closing(source, start)
+    if body <= start or close is None or source[close + 1 : close + 2] in _QUANTIFIERS:
+        return ""
+    if _has_top_level_branch(source[body:close]):
+        return ""
+    return _literal_run(source, body, close)
+
+
+def _closing(source: str, start: int) -> int | None:
+    """The index of the `)` that closes the group opening at `start`."""
+    depth, i, in_set = 0, start, False
+    while i < len(source):
+        char = source[i]
+        if char == "\\":
+            i += 2
+            continue
+        if in_set:
+            in_set = char != "]"
+        elif char == "[":
+            in_set = True
+            i += 1 if source[i + 1 : i + 2] == "^" else 0
+            i += 1 if source[i + 1 : i + 2] == "]" else 0
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    return None
 
 
 def _has_top_level_branch(source: str) -> bool:
