@@ -27,7 +27,7 @@ class LazyPattern:
         self.pattern = source
         self.flags = flags
         self._compiled: regex.Pattern | None = None
-        self._opening: str | None | object = _UNREAD
+        self._openings: tuple[str, ...] | None | object = _UNREAD
 
     @property
     def compiled(self) -> regex.Pattern:
@@ -43,24 +43,26 @@ class LazyPattern:
         return set(_NAMED_GROUP.findall(self.pattern))
 
     def search(self, text: str, *args: Any, **kwargs: Any) -> Any:
-        opening = self._opening_for(args, kwargs)
-        if opening is not None and opening not in text:
+        openings = self._openings_for(args, kwargs)
+        if openings is not None and not any(opening in text for opening in openings):
             return None  # answered without compiling: most patterns never meet their text
         return self.compiled.search(text, *args, **kwargs)
 
     def match(self, text: str, *args: Any, **kwargs: Any) -> Any:
-        opening = self._opening_for(args, kwargs)
-        if opening is not None and not text.startswith(opening):
+        openings = self._openings_for(args, kwargs)
+        if openings is not None and not text.startswith(openings):
             return None
         return self.compiled.match(text, *args, **kwargs)
 
-    def _opening_for(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
-        """The text every match starts with, for a call on a whole text (else None)."""
+    def _openings_for(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[str, ...] | None:
+        """Texts one of which every match starts with, for a call on a whole text."""
         if args or not kwargs.keys() <= {"timeout"}:
             return None
-        if self._opening is _UNREAD:
-            self._opening = None if self.flags else required_opening(self.pattern)
-        return self._opening  # type: ignore[return-value]
+        if self._openings is _UNREAD:
+            self._openings = None if self.flags else required_opening(self.pattern)
+        return self._openings  # type: ignore[return-value]
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):
@@ -85,26 +87,30 @@ class LazyPattern:
         return (LazyPattern, (self.pattern, self.flags))
 
 
-def required_opening(source: str) -> str | None:
-    """The literal text every match of `source` starts with (None: none that is sure).
+def required_opening(source: str) -> tuple[str, ...] | None:
+    """Literal texts one of which every match of `source` starts with (None: none sure).
 
     Read conservatively: the plain characters after an optional `^`, up to the first
-    special one, into a group that opens there (unless the group is optional or repeated
-    or has branches), in a pattern without inline flags (a case-insensitive or verbose
-    part would change what the characters match), POSIX classes, or a `|` outside any
-    group. A character a quantifier follows is left out."""
+    special one, into a group that opens there (each branch's, unless the group is
+    optional or repeated), for each branch of the pattern, in a pattern without inline
+    flags (a case-insensitive or verbose part would change what the characters match) or
+    POSIX classes. A character a quantifier follows is left out."""
     plain = source
     for group in ("(?:", "(?P<", "(?=", "(?!", "(?<"):
         plain = plain.replace(group, "")
-    if "(?" in plain or "[:" in source or _has_top_level_branch(source):
+    if "(?" in plain or "[:" in source or _closing(f"({source})", 0) != len(source) + 1:
         return None
-    opening = _literal_run(source, 1 if source.startswith("^") else 0)
-    return opening if len(opening) >= MIN_OPENING else None
+    openings = []
+    for first, stop in _branches(source, 0, len(source)):
+        first += 1 if source.startswith("^", first) else 0
+        openings.extend(_openings(source, first, stop))
+    if not openings or min(map(len, openings)) < MIN_OPENING:
+        return None
+    return tuple(sorted(set(openings)))
 
 
-def _literal_run(source: str, i: int, end: int | None = None) -> str:
-    """The literal characters source[i:end] starts with (a group that opens there too)."""
-    end = len(source) if end is None else end
+def _openings(source: str, i: int, end: int) -> list[str]:
+    """The literal texts source[i:end] can start with (a group that opens there too)."""
     chars: list[str] = []
     while i < end:
         char = source[i]
@@ -115,8 +121,8 @@ def _literal_run(source: str, i: int, end: int | None = None) -> str:
             chars.append(escaped)
             i += 2
         elif char == "(":
-            chars.append(_group_opening(source, i))
-            break
+            prefix = "".join(chars)
+            return [prefix + opening for opening in _group_openings(source, i)] or [prefix]
         elif char in _METACHARACTERS:
             if char in _QUANTIFIERS and chars:
                 chars.pop()
@@ -124,28 +130,54 @@ def _literal_run(source: str, i: int, end: int | None = None) -> str:
         else:
             chars.append(char)
             i += 1
-    return "".join(chars)
+    return ["".join(chars)]
 
 
-def _group_opening(source: str, start: int) -> str:
-    """The literal text a group at `start` opens with: "" for a lookaround, an optional or
-    repeated group, or one with branches."""
+def _group_openings(source: str, start: int) -> list[str]:
+    """What a group at `start` opens with, one text per branch; none for a lookaround, an
+    optional or repeated group, or a branch that opens with nothing sure."""
     if source.startswith("(?:", start):
         body = start + 3
-    elif source.startswith("(?P<", start) or source.startswith("(?<", start):
-        if source.startswith(("(?<=", "(?<!"), start):
-            return ""
+    elif source.startswith(("(?P<", "(?<"), start) and not source.startswith(
+        ("(?<=", "(?<!"), start
+    ):
         body = source.find(">", start) + 1
     elif source.startswith("(?", start):
-        return ""
+        return []
     else:
         body = start + 1
     close = _closing(source, start)
     if body <= start or close is None or source[close + 1 : close + 2] in _QUANTIFIERS:
-        return ""
-    if _has_top_level_branch(source[body:close]):
-        return ""
-    return _literal_run(source, body, close)
+        return []
+    found = [
+        o for first, stop in _branches(source, body, close) for o in _openings(source, first, stop)
+    ]
+    return [] if "" in found else found
+
+
+def _branches(source: str, start: int, end: int) -> list[tuple[int, int]]:
+    """The (start, end) of each `|`-separated branch of source[start:end] at its own level."""
+    found, depth, i, in_set, first = [], 0, start, False, start
+    while i < end:
+        char = source[i]
+        if char == "\\":
+            i += 2
+            continue
+        if in_set:
+            in_set = char != "]"
+        elif char == "[":
+            in_set = True
+            i += 1 if source[i + 1 : i + 2] == "^" else 0
+            i += 1 if source[i + 1 : i + 2] == "]" else 0
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif char == "|" and depth == 0:
+            found.append((first, i))
+            first = i + 1
+        i += 1
+    return [*found, (first, end)]
 
 
 def _closing(source: str, start: int) -> int | None:
@@ -170,28 +202,3 @@ def _closing(source: str, start: int) -> int | None:
                 return i
         i += 1
     return None
-
-
-def _has_top_level_branch(source: str) -> bool:
-    depth, i, in_set = 0, 0, False
-    while i < len(source):
-        char = source[i]
-        if char == "\\":
-            i += 2
-            continue
-        if in_set:
-            in_set = char != "]"
-        elif char == "[":
-            in_set = True
-            if source[i + 1 : i + 2] == "^":
-                i += 1
-            if source[i + 1 : i + 2] == "]":  # a `]` first in a set is a member
-                i += 1
-        elif char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-        elif char == "|" and depth == 0:
-            return True
-        i += 1
-    return depth != 0 or in_set  # unbalanced: not read, so not trusted
