@@ -8,7 +8,6 @@ error (with --debug, its traceback); `ci`, `run`, `verify` document their own co
 
 from __future__ import annotations
 
-import gc
 import os
 import sys
 from collections.abc import Iterator
@@ -19,6 +18,7 @@ from typing import Annotated
 
 import typer
 
+from analyzer.core.collector import before_exit, long_lived
 from analyzer.core.output import OutputError, write_output
 from analyzer.core.read import InputError
 from analyzer.rulebook.vocabulary import RuleError
@@ -168,7 +168,8 @@ def analyze(
     session: SessionOption = None,
 ) -> None:
     """Analyze SGLang logs: what failed, which flag, and the corrected command."""
-    from analyzer.pipeline import analyze as run
+    with long_lived():  # core/collector.py
+        from analyzer.pipeline import analyze as run
 
     with one_line_errors(debug):
         wants_charts = format is Format.html or html is not None
@@ -576,11 +577,7 @@ def main() -> None:
     try:
         _dispatch(sys.argv[1:])
     finally:
-        # the process ends here: the collection at exit would walk (and free) every object
-        # the run built, catalogs included, at the cost of a small log's whole analysis;
-        # the OS takes the memory back anyway (open files are closed by then, stdout is
-        # flushed at exit as always)
-        gc.freeze()
+        before_exit()  # core/collector.py
 
 
 def _dispatch(argv: list[str]) -> None:
