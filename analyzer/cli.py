@@ -18,6 +18,7 @@ from typing import Annotated
 
 import typer
 
+from analyzer.core.collector import before_exit, long_lived
 from analyzer.core.output import OutputError, write_output
 from analyzer.core.read import InputError
 from analyzer.rulebook.vocabulary import RuleError
@@ -167,7 +168,8 @@ def analyze(
     session: SessionOption = None,
 ) -> None:
     """Analyze SGLang logs: what failed, which flag, and the corrected command."""
-    from analyzer.pipeline import analyze as run
+    with long_lived():  # core/collector.py
+        from analyzer.pipeline import analyze as run
 
     with one_line_errors(debug):
         wants_charts = format is Format.html or html is not None
@@ -575,7 +577,13 @@ def run_status(
 
 def main() -> None:
     """Entry point: a first argument that is not a subcommand means `analyze`."""
-    argv = sys.argv[1:]
+    try:
+        _dispatch(sys.argv[1:])
+    finally:
+        before_exit()  # core/collector.py
+
+
+def _dispatch(argv: list[str]) -> None:
     if argv and argv[0] not in SUBCOMMANDS and argv[0] not in ("--help", "-h"):
         argv = ["analyze", *argv]
     if argv and argv[0] == "analyze":

@@ -78,6 +78,8 @@ class Options:
 
 @dataclass
 class _Context:
+    """What every stage of one run reads: the rules, the flag catalog, the options."""
+
     rules: list[Rule]
     by_id: dict[str, Rule]
     catalog: FlagCatalog

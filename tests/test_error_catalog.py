@@ -294,3 +294,21 @@ def test_build_from_installed_release_matches_committed(tmp_path: Path) -> None:
     if version == "0.5.23":
         (site,) = ErrorCatalog.from_json(built).match("ValueError", STANDALONE_DP)
         assert site.condition_flags == ("--attn-dp-size", "--speculative-algorithm")
+
+
+def test_messages_find_the_same_sites_before_and_after_the_automaton_is_built(monkeypatch):
+    """A few messages are searched literal by literal, later ones by Aho-Corasick: the
+    candidates must not depend on which."""
+    from analyzer.sglang import error_catalog
+
+    shipped = load_error_catalog("0.5.23")
+    messages = [re.sub(r"\{[^{}]*\}", "7", s.message) for s in shipped.entries[::7]]
+    messages += ["x" * 3000, "", "no SGLang said this"]
+    by_mode = {}
+    for limit in (10**9, 2000, 0):  # never build it; build it midway; at once
+        monkeypatch.setattr(error_catalog, "PLAIN_SEARCH_CHARS", limit)
+        catalog = ErrorCatalog(shipped.version, shipped.entries, shipped.flag_catalog)
+        by_mode[limit] = [catalog._candidates(m) for m in messages]
+        assert (catalog._prefilter is None) == (limit == 10**9)
+    assert by_mode[0] == by_mode[2000] == by_mode[10**9]
+    assert sum(map(len, by_mode[0])) > len(messages) / 2  # the messages do find their sites

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import re
 import stat
-import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -48,6 +47,8 @@ def open_output(
             with open(path, mode, encoding=encoding, newline=newline) as handle:
                 yield handle
             return
+        import tempfile  # here: most runs print to stdout
+
         fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
         try:
             _keep_mode(fd, target)

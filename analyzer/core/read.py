@@ -7,7 +7,6 @@ single enormous line is cut so memory stays bounded.
 
 from __future__ import annotations
 
-import gzip
 import io
 import os
 import stat
@@ -203,6 +202,8 @@ def _directory_inputs(directory: Path) -> list[TextInput]:
 def _maybe_gunzip(stream: io.BufferedReader) -> io.BufferedIOBase:
     """Detect gzip by magic bytes: a `.gz` that is plain text is still read."""
     if stream.peek(2)[:2] == GZIP_MAGIC:
+        import gzip  # here: most inputs are plain text
+
         return gzip.GzipFile(fileobj=stream)
     return stream
 

@@ -9,10 +9,15 @@ lines that hold a rule's trigger literal, parsed tracebacks, and the tail.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from itertools import chain, islice
 
 import regex
+
+try:
+    from ahocorasick_rs import AhoCorasick
+except ImportError:  # pragma: no cover - a declared dependency; `in` per literal is the fallback
+    AhoCorasick = None
 
 from analyzer.core.lazy_pattern import LazyPattern
 from analyzer.core.model import Frame, InputSummary, Line, ScannedLog, Traceback, UsageDump
@@ -222,6 +227,14 @@ def _frame(found: regex.Match) -> Frame:
     return Frame(found["file"], int(found["lineno"]), (found["func"] or "").strip())
 
 
+def _any_of(literals: tuple[str, ...]) -> Callable[[str], bool]:
+    """Whether a text holds any of the literals: one Aho-Corasick pass, not one per literal."""
+    if AhoCorasick is None or not literals or "" in literals:
+        return lambda text: any(literal in text for literal in literals)
+    automaton = AhoCorasick(list(literals))
+    return lambda text: bool(automaton.find_matches_as_indexes(text))
+
+
 def _is_caret_line(body: str) -> bool:
     stripped = body.strip()
     return bool(stripped) and set(stripped) <= set("^~ ")
@@ -233,6 +246,7 @@ class Scanner:
     def __init__(self, summary: InputSummary, triggers: Sequence[str]) -> None:
         self.log = ScannedLog(summary=summary)
         self.triggers = tuple(triggers)
+        self.has_trigger = _any_of(self.triggers)
         self.recent: deque[Line] = deque(maxlen=CONTEXT_LINES)
         self.tail: deque[Line] = deque(maxlen=TAIL_LINES)
         self.pending_context: list[tuple[int, int]] = []
@@ -250,7 +264,7 @@ class Scanner:
     def feed(self, line: Line) -> None:
         self._extend_context(line)
         if self.traceback is not None and self.traceback.feed(line):
-            if any(t in line.text for t in self.triggers):
+            if self.has_trigger(line.text):
                 self._add_candidate(line)
             self._remember(line)
             return
@@ -284,7 +298,9 @@ class Scanner:
             self.chain_next = None
             self.traceback.frames.append(_frame(FRAME.match(body)))
             return
-        if any(word in body for word in ("Error", "Exception", "OutOfResources", *EXCEPTION_MODULES)):
+        if any(
+            word in body for word in ("Error", "Exception", "OutOfResources", *EXCEPTION_MODULES)
+        ):
             alone = EXCEPTION_ALONE.match(body.strip())
             if alone and not alone["type"].endswith(NOT_FAILURES):
                 chain, self.chain_next = self.chain_next or (), None
@@ -294,7 +310,9 @@ class Scanner:
                     self.traceback = _TracebackBuilder(line, chain)
                     self.traceback.exception = (alone["type"], "")
                     return
-                self._add_traceback(Traceback((line,), (), alone["type"], alone["msg"] or "", chain))
+                self._add_traceback(
+                    Traceback((line,), (), alone["type"], alone["msg"] or "", chain)
+                )
                 return
         if "error: " in body and (error := ARGPARSE_ALONE.match(body)):
             if error["prog"] is None or error["prog"].strip():
@@ -303,11 +321,12 @@ class Scanner:
     def _feed_usage(self, line: Line) -> None:
         first, length = self.usage  # type: ignore[misc]
         error = ARGPARSE_ERROR.match(line.body)
-        options = frozenset(self.usage_options)
         if error:
+            options = frozenset(self.usage_options)
             self.log.usage_dumps.append(UsageDump(first, line, length + 1, options))
             self.usage = None
         elif line.ranks or line.timestamp or length > 2000:
+            options = frozenset(self.usage_options)
             self.log.usage_dumps.append(UsageDump(first, None, length, options))
             self.usage = None
         else:
@@ -329,7 +348,7 @@ class Scanner:
 
     def _note_markers(self, line: Line) -> None:
         text = line.text
-        if any(t in text for t in self.triggers):
+        if self.has_trigger(text):
             self._add_candidate(line)
         body = line.body
         if any(marker in body for marker in SERVER_ARGS_MARKERS):

@@ -71,6 +71,8 @@ MARKERS = tuple(m for markers in KINDS.values() for m in markers)
 
 @dataclass
 class _Segment:
+    """A stretch of one server run in the log, and where in it the server was serving."""
+
     first: int
     last: int
     serving_first: int | None = None

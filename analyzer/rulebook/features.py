@@ -14,14 +14,9 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 
 from analyzer.core.model import Frame, Traceback
-
-try:  # as in vocabulary.py (not imported from there: it imports the logic that imports this)
-    import tomli as tomllib
-except ImportError:  # pragma: no cover
-    import tomllib
+from analyzer.core.toml_data import shipped_toml
 
 FEATURES_PACKAGE, FEATURES_FILE = "analyzer.catalogs", "features.toml"
 KNOWN_KEYS = {"flags", "phrases", "frames", "inside", "when_set", "source"}
@@ -30,6 +25,8 @@ BACKSLASH = "\\"  # Windows paths in a pasted traceback
 
 @dataclass(frozen=True)
 class Feature:
+    """A feature of SGLang: its flags, and the phrases and frames that show it ran."""
+
     flags: tuple[str, ...]
     phrases: tuple[str, ...] = ()
     frames: tuple[str, ...] = ()
@@ -54,8 +51,7 @@ def _holds(text: str, needles: tuple[str, ...]) -> bool:
 
 @cache
 def features() -> tuple[Feature, ...]:
-    text = resources.files(FEATURES_PACKAGE).joinpath(FEATURES_FILE).read_text("utf-8")
-    entries = tomllib.loads(text).get("feature", [])
+    entries = shipped_toml(FEATURES_PACKAGE, FEATURES_FILE).get("feature", [])
     found = []
     for entry in entries:
         unknown = set(entry) - KNOWN_KEYS

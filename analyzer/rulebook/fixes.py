@@ -8,11 +8,9 @@ for the advice. Functions only propose; analyzer/engine/correct.py applies and v
 from __future__ import annotations
 
 import difflib
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -20,14 +18,10 @@ import regex
 
 from analyzer.core.lazy_pattern import LazyPattern
 from analyzer.core.model import Edit, Finding
+from analyzer.core.toml_data import shipped_toml
 from analyzer.sglang.catalog import FlagCatalog
 from analyzer.sglang.flag_history import shipped_history
 from analyzer.sglang.launch_command import LaunchCommand
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 GOOD_MATCH = 0.72
 # A name this close to one flag and no other is a typo of it, whatever its family.
@@ -68,8 +62,7 @@ class FixPlan:
 @cache
 def foreign_flags() -> dict[str, dict[str, str]]:
     """Names from vLLM and older SGLang releases, mapped to SGLang's option."""
-    text = resources.files("analyzer.catalogs").joinpath("foreign_flags.toml").read_text("utf-8")
-    return tomllib.loads(text)
+    return shipped_toml("analyzer.catalogs", "foreign_flags.toml")
 
 
 def replacement_for(typed: str, catalog: FlagCatalog) -> tuple[str | None, str]:
@@ -212,8 +205,7 @@ def _printed_choices(message: str) -> tuple[str, ...]:
 
 @cache
 def value_aliases() -> dict[str, str]:
-    text = resources.files("analyzer.catalogs").joinpath("value_aliases.toml").read_text("utf-8")
-    return tomllib.loads(text)
+    return shipped_toml("analyzer.catalogs", "value_aliases.toml")
 
 
 def late_choices(flag: str) -> tuple[str, ...]:

@@ -9,22 +9,16 @@ allocated). Read only for a cut traceback, so a complete log never loads it.
 from __future__ import annotations
 
 import re
-import sys
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from functools import cache
-from importlib import resources
 from typing import Any
 
 from analyzer.core.model import Frame
+from analyzer.core.toml_data import TomlError, shipped_toml
 from analyzer.rulebook.raise_site_rules import glob_path, string_list
 from analyzer.rulebook.vocabulary import RuleError
 from analyzer.sglang.releases import package_path
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 PHASES_PACKAGE, PHASES_FILE = "analyzer.catalogs", "frame_phases.toml"
 KNOWN_KEYS = {"id", "class", "text", "code", "advice", "frames", "cases"}
@@ -54,6 +48,8 @@ class PhaseCase:
 
 @dataclass(frozen=True)
 class FramePhase:
+    """A startup phase, told by the frames a traceback ran through."""
+
     id: str
     rule_class: str
     text: str  # "model loading": what the explanation says the traceback was in
@@ -89,11 +85,10 @@ class PhaseFound:
 @cache
 def frame_phases() -> tuple[FramePhase, ...]:
     """The shipped phases (raises RuleError when the file is malformed)."""
-    text = resources.files(PHASES_PACKAGE).joinpath(PHASES_FILE).read_text("utf-8")
     path = f"analyzer/catalogs/{PHASES_FILE}"
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+        data = shipped_toml(PHASES_PACKAGE, PHASES_FILE)
+    except TomlError as exc:
         raise RuleError(f"{path}: not valid TOML ({exc})") from None
     phases = []
     for entry in data.get("phase", []):
@@ -127,7 +122,8 @@ def _phase(data: dict[str, Any]) -> FramePhase:
     if unknown:
         raise ValueError(f"unknown key(s) {', '.join(unknown)}")
     frames = tuple(
-        FrameSet(string_list(f, "files"), string_list(f, "functions")) for f in data.get("frames", [])
+        FrameSet(string_list(f, "files"), string_list(f, "functions"))
+        for f in data.get("frames", [])
     )
     code = data.get("code")
     if not frames and not code:
@@ -144,4 +140,3 @@ def _phase(data: dict[str, Any]) -> FramePhase:
             for c in data.get("cases", [])
         ),
     )
-

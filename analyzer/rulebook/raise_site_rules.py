@@ -10,21 +10,15 @@ errors no rule recognises.
 from __future__ import annotations
 
 import re
-import sys
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from functools import cache
-from importlib import resources
 from typing import Any
 
 from analyzer.core.model import SEVERITIES
+from analyzer.core.toml_data import TomlError, shipped_toml
 from analyzer.rulebook.vocabulary import RuleError
 from analyzer.sglang.error_catalog import ErrorSite
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 FAMILIES_PACKAGE, FAMILIES_FILE = "analyzer.catalogs", "raise_sites.toml"
 # the `rule` of an incident a family classified: `raise-site:<family id>`
@@ -46,6 +40,8 @@ class FamilyCase:
 
 @dataclass(frozen=True)
 class SiteFamily:
+    """Raise sites (by file, function, exception type, message) that share one class."""
+
     id: str
     rule_class: str
     title: str
@@ -80,11 +76,10 @@ def glob_path(path: str, pattern: str) -> bool:
 @cache
 def site_families() -> tuple[SiteFamily, ...]:
     """The shipped families, in the order they are tried (raises RuleError when malformed)."""
-    text = resources.files(FAMILIES_PACKAGE).joinpath(FAMILIES_FILE).read_text("utf-8")
     path = f"analyzer/catalogs/{FAMILIES_FILE}"
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+        data = shipped_toml(FAMILIES_PACKAGE, FAMILIES_FILE)
+    except TomlError as exc:
         raise RuleError(f"{path}: not valid TOML ({exc})") from None
     families = []
     for entry in data.get("family", []):

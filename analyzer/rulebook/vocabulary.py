@@ -27,19 +27,16 @@ One file per rule. The vocabulary (documented in rules/README.md):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import regex
 
+from analyzer.core import lazy_pattern, toml_data
 from analyzer.core.lazy_pattern import LazyPattern
 from analyzer.core.model import SEVERITIES
-
-try:  # tomli's compiled wheels read the rule files, every run, 3x faster than tomllib
-    import tomli as tomllib
-except ImportError:  # pragma: no cover
-    import tomllib
+from analyzer.core.package_files import package_files
+from analyzer.core.parse_cache import cached
 
 SCOPES = ("line", "traceback", "usage", "log")
 REQUIREMENTS = (
@@ -59,6 +56,8 @@ class RuleError(Exception):
 
 @dataclass(frozen=True)
 class RuleDoc:
+    """A rule's documentation: what it detects, why it happens, how to fix it."""
+
     detects: str
     why: str
     fix: str
@@ -83,6 +82,8 @@ class Advice:
 
 @dataclass(frozen=True)
 class Rule:
+    """One rule, as read from its TOML file (the vocabulary is in the module docstring)."""
+
     id: str
     rule_class: str
     title: str
@@ -110,7 +111,7 @@ class Rule:
 
 def load_rules(extra_dirs: list[str] | None = None) -> list[Rule]:
     """The shipped rules plus any user rule folders; ids must be unique."""
-    rules = [_load_text(p.read_text("utf-8"), f"rules/{p.name}") for p in _shipped_files()]
+    rules = list(_shipped_rules())
     for directory in extra_dirs or []:
         folder = Path(directory)
         if not folder.is_dir():
@@ -121,8 +122,25 @@ def load_rules(extra_dirs: list[str] | None = None) -> list[Rule]:
     return rules
 
 
+def _shipped_rules() -> list[Rule]:
+    """The shipped rules, parsed once and kept between runs (core/parse_cache.py)."""
+    files = _shipped_files()
+    here = Path(__file__)
+    code = [
+        here,
+        here.with_name("logic.py"),
+        here.with_name("registry.py"),
+        Path(lazy_pattern.__file__),
+    ]
+    return cached(
+        "rules",
+        [*files, *code],
+        lambda: [_load_text(p.read_text("utf-8"), f"rules/{p.name}") for p in files],
+    )
+
+
 def _shipped_files() -> list[Any]:
-    folder = resources.files("analyzer.rules")
+    folder = package_files("analyzer.rules")
     return sorted((p for p in folder.iterdir() if p.name.endswith(".toml")), key=lambda p: p.name)
 
 
@@ -143,8 +161,8 @@ def _check_unique(rules: list[Rule]) -> None:
 
 def _load_text(text: str, path: str, compile_now: bool = False) -> Rule:
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+        data = toml_data.loads(text)
+    except toml_data.TomlError as exc:
         raise RuleError(f"{path}: not valid TOML ({exc})") from None
     except RecursionError:  # tomllib recurses once per nested array or inline table
         raise RuleError(f"{path}: not valid TOML (nested too deep to read)") from None

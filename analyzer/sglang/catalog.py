@@ -9,16 +9,20 @@ prefixes of a long option are silently expanded.
 from __future__ import annotations
 
 import difflib
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache, cached_property
-from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from analyzer.core import bounded_json
+from analyzer.core.package_files import package_files
+from analyzer.core.parse_cache import cached
 
 CATALOG_PACKAGE = "analyzer.catalogs"
+MAX_RESOLVED = 10_000  # typed flags remembered per catalog (a huge input types many)
 
 
 class CatalogError(Exception):
@@ -69,21 +73,25 @@ class FlagCatalog:
         self,
         data: dict[str, Any] | None = None,
         version: str | None = None,
-        read: Callable[[], dict[str, Any]] | None = None,
+        read: Callable[[], tuple[dict[str, Any], tuple[FlagSpec, ...]]] | None = None,
     ) -> None:
         """From the catalog's JSON `data`, or lazily: `version` now, `read()` giving the
-        JSON on first use of anything else (version detection names every shipped release,
-        and most inputs need only one or two of them read)."""
+        JSON and its FlagSpecs on first use of anything else (version detection names every
+        shipped release, and most inputs need only one or two of them read)."""
         self._data = data
         self._read = read
         self.version: str = version or (data or {}).get("sglang_version", "unknown")
 
     @cached_property
+    def _parsed(self) -> tuple[dict[str, Any], tuple[FlagSpec, ...]]:
+        if self._data is not None:
+            return self._data, tuple(_spec(o) for o in self._data["options"])
+        assert self._read is not None, "a catalog needs its data or a reader"
+        return self._read()
+
+    @cached_property
     def data(self) -> dict[str, Any]:
-        if self._data is None:
-            assert self._read is not None, "a catalog needs its data or a reader"
-            self._data = self._read()
-        return self._data
+        return self._parsed[0]
 
     @cached_property
     def built(self) -> str | None:
@@ -100,7 +108,7 @@ class FlagCatalog:
 
     @cached_property
     def specs(self) -> tuple[FlagSpec, ...]:
-        return tuple(_spec(o) for o in self.data["options"])
+        return self._parsed[1]
 
     @cached_property
     def _by_option(self) -> dict[str, FlagSpec]:
@@ -114,8 +122,20 @@ class FlagCatalog:
     def _long_options(self) -> list[str]:
         return sorted(o for o in self._by_option if o.startswith("--"))
 
+    @cached_property
+    def _resolved(self) -> dict[str, Resolution]:
+        return {}
+
     def resolve(self, typed: str) -> Resolution:
         """Resolve a typed flag (`--tp`, `--tensor-parallel-size`) the way argparse does."""
+        found = self._resolved.get(typed)
+        if found is None:  # the same flags are resolved many times a run: once each
+            found = self._resolve(typed)
+            if len(self._resolved) < MAX_RESOLVED:
+                self._resolved[typed] = found
+        return found
+
+    def _resolve(self, typed: str) -> Resolution:
         flag = typed.split("=", 1)[0]
         spec = self._by_option.get(flag)
         if spec is not None:
@@ -215,7 +235,7 @@ def version_key(version: str) -> tuple[int, ...]:
 @cache
 def shipped_versions() -> list[str]:
     """Versions of the catalogs shipped in the package, oldest first."""
-    names = [p.name for p in resources.files(CATALOG_PACKAGE).iterdir()]
+    names = [p.name for p in package_files(CATALOG_PACKAGE).iterdir()]
     versions = [n[len("sglang-") : -len(".json")] for n in names if n.startswith("sglang-")]
     return sorted(versions, key=version_key)
 
@@ -237,7 +257,6 @@ def all_catalogs() -> list[FlagCatalog]:
     return [load_catalog(version) for version in shipped_versions()]
 
 
-@cache
 def load_catalog(version: str | None = None) -> FlagCatalog:
     """The shipped catalog of `version`, or of the newest shipped SGLang (read on first use)."""
     versions = shipped_versions()
@@ -246,12 +265,44 @@ def load_catalog(version: str | None = None) -> FlagCatalog:
     chosen = version or versions[-1]
     if chosen not in versions:
         raise CatalogError(f"no catalog for sglang {chosen} (shipped: {', '.join(versions)})")
-    return FlagCatalog(version=chosen, read=lambda: _read_shipped(chosen))
+    return _shipped_catalog(chosen)
 
 
-def _read_shipped(version: str) -> dict[str, Any]:
-    path = resources.files(CATALOG_PACKAGE).joinpath(f"sglang-{version}.json")
-    try:
-        return bounded_json.loads(path.read_text("utf-8"))
-    except (OSError, ValueError) as exc:
-        raise CatalogError(f"cannot read the flag catalog of sglang {version}: {exc}") from None
+@cache
+def _shipped_catalog(version: str) -> FlagCatalog:
+    return FlagCatalog(version=version, read=lambda: _read_shipped(version))
+
+
+def _read_shipped(version: str) -> tuple[dict[str, Any], tuple[FlagSpec, ...]]:
+    return _all_shipped()[version]
+
+
+@cache
+def _all_shipped() -> dict[str, tuple[dict[str, Any], tuple[FlagSpec, ...]]]:
+    """Every shipped catalog's JSON and FlagSpecs, kept between runs (core/parse_cache.py)
+    in one file: version detection reads them all, and two thirds of the options are the
+    same in each release, stored once."""
+    folder = package_files(CATALOG_PACKAGE)
+    paths = {v: folder.joinpath(f"sglang-{v}.json") for v in shipped_versions()}
+    return cached("flags", [*paths.values(), Path(__file__)], lambda: _parse_all(paths))
+
+
+def _parse_all(paths: dict[str, Any]) -> dict[str, tuple[dict[str, Any], tuple[FlagSpec, ...]]]:
+    specs: dict[str, FlagSpec] = {}  # one object per distinct option (pickled once)
+    options: dict[str, dict[str, Any]] = {}
+    parsed = {}
+    for version, path in paths.items():
+        try:
+            data = bounded_json.loads(path.read_text("utf-8"))
+            shared = []
+            for option in data["options"]:
+                key = json.dumps(option, sort_keys=True)
+                shared.append(options.setdefault(key, option))
+                if key not in specs:
+                    specs[key] = _spec(option)
+            data["options"] = shared
+            found = tuple(specs[json.dumps(o, sort_keys=True)] for o in shared)
+        except (OSError, ValueError, KeyError) as exc:
+            raise CatalogError(f"cannot read the flag catalog of sglang {version}: {exc}") from None
+        parsed[version] = (data, found)
+    return parsed

@@ -10,9 +10,9 @@ more often than its line numbers.
 from __future__ import annotations
 
 from functools import cache
-from importlib import resources
 
 from analyzer.core import bounded_json
+from analyzer.core.package_files import package_files
 from analyzer.sglang.catalog import version_key
 
 CATALOG_PACKAGE = "analyzer.catalogs"
@@ -43,7 +43,7 @@ class CodePaths:
 
 @cache
 def shipped_path_versions() -> tuple[str, ...]:
-    names = [p.name for p in resources.files(CATALOG_PACKAGE).iterdir()]
+    names = [p.name for p in package_files(CATALOG_PACKAGE).iterdir()]
     found = [
         n[len(PREFIX) : -len(SUFFIX)] for n in names if n.startswith(PREFIX) and n.endswith(SUFFIX)
     ]
@@ -62,7 +62,7 @@ def code_paths_for(version: str | None) -> CodePaths | None:
         chosen = older[-1] if older else versions[0]
     elif version is not None:
         chosen = version
-    path = resources.files(CATALOG_PACKAGE).joinpath(f"{PREFIX}{chosen}{SUFFIX}")
+    path = package_files(CATALOG_PACKAGE).joinpath(f"{PREFIX}{chosen}{SUFFIX}")
     try:
         data = bounded_json.loads(path.read_text("utf-8"))
         return CodePaths(chosen, data["files"], data.get("ubiquitous", []))

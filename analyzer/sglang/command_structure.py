@@ -14,6 +14,7 @@ import re
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from analyzer.core.shell_words import ShellLexer, Token, shell_script_index, ssh_host_index
 
@@ -135,6 +136,14 @@ def _entry_length(words: list[Token], i: int) -> int:
     if j + 1 < len(words) and words[j].value == "-m" and words[j + 1].value in _MODULES:
         return j + 2 - i
     return 0
+
+
+@lru_cache(maxsize=64)
+def _launch_site(text: str) -> LaunchSite | None:
+    """The launch in a command text. A run asks about the same launch line many times
+    (finding it, choosing it, checking it); the shell parse is done once (nothing changes
+    a LaunchSite once built: edits parse the edited text anew)."""
+    return _scan_level(text, None, None, 0)
 
 
 def _scan_level(text: str, parent: ShellLevel | None, word: Token | None, extra: int) -> LaunchSite | None:
@@ -308,7 +317,7 @@ class CommandState:
 
 
 def parse_state(text: str, takes_value: TakesValue | None) -> CommandState | None:
-    found = _scan_level(text, None, None, 0)
+    found = _launch_site(text)
     if found is None:
         return None
     words = found.cmd.words[found.entry[1] :]

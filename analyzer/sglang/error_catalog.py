@@ -5,7 +5,8 @@ Many SGLang errors name no flag (`Currently standalone speculative decoding does
 support dp attention.`, a bare `AssertionError`), but the source line that raised them
 is guarded by a condition that reads server arguments. `analyzer/sglang/error_catalog_build.py`
 mines those sites from each release's source into `catalogs/errors-VERSION.json`; this
-module loads them (lazily: the analyzer pays nothing until an exception line needs it)
+module loads them (lazily: the analyzer pays nothing until an exception line needs it;
+parsed once, then kept between runs by core/parse_cache.py)
 and answers two questions:
 
 - `match(exception_type, message)`: which sites can have printed this message. Hundreds
@@ -24,12 +25,14 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cache, cached_property
-from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import regex
 
 from analyzer.core import bounded_json
+from analyzer.core.package_files import package_files
+from analyzer.core.parse_cache import cached
 
 CATALOG_PACKAGE = "analyzer.catalogs"
 PREFIX, SUFFIX = "errors-", ".json"
@@ -40,6 +43,10 @@ MIN_FIXED_TEXT = 12
 # a message shorter than this is not read as the opening of a later release's longer one
 MIN_SHORTENED = 24
 _FIELD = re.compile(r"\{[^{}]*\}")
+# Building the Aho-Corasick automaton over a release's ~2,000 literals takes longer than
+# testing each literal with `in` on a few messages: up to this many characters of messages
+# are searched that way, then the automaton is built.
+PLAIN_SEARCH_CHARS = 6_000
 
 
 class ErrorCatalogError(Exception):
@@ -158,6 +165,7 @@ class ErrorCatalog:
     entries: tuple[ErrorSite, ...]
     flag_catalog: str | None = None
     _prefilter: Any = field(default=None, repr=False)
+    _plain_chars: int = field(default=0, repr=False, compare=False)  # searched without it
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ErrorCatalog:
@@ -175,12 +183,15 @@ class ErrorCatalog:
         return ordered, [literals[lit] for lit in ordered]
 
     def _candidates(self, message: str) -> list[int]:
-        """Entries all of whose literals occur in the message (one Aho-Corasick pass)."""
+        """Entries all of whose literals occur in the message (one Aho-Corasick pass, once
+        enough text was searched to pay for building the automaton)."""
         literals, owners = self._literal_index
         if not literals:
             return []
-        if self._prefilter is None:
+        if self._prefilter is None and self._plain_chars + len(message) > PLAIN_SEARCH_CHARS:
             self._prefilter = _automaton(literals)
+        if self._prefilter is None:
+            self._plain_chars += len(message)
         found = {i for i, _start, _end in _find_all(self._prefilter, literals, message)}
         hits: dict[int, int] = {}
         for i in found:
@@ -312,7 +323,7 @@ def _version_key(version: str) -> tuple[int, ...]:
 @cache
 def shipped_error_versions() -> list[str]:
     """Releases with a shipped error catalog, oldest first."""
-    names = [p.name for p in resources.files(CATALOG_PACKAGE).iterdir()]
+    names = [p.name for p in package_files(CATALOG_PACKAGE).iterdir()]
     found = [n[len(PREFIX) : -len(SUFFIX)] for n in names if n.startswith(PREFIX)]
     return sorted((v for v in found if _is_version(v)), key=_version_key)
 
@@ -336,8 +347,12 @@ def load_error_catalog(version: str | None = None) -> ErrorCatalog:
                 f"no error catalog for sglang {chosen} (shipped: {', '.join(versions)})"
             )
         chosen = older[-1]
-    path = resources.files(CATALOG_PACKAGE).joinpath(f"{PREFIX}{chosen}{SUFFIX}")
+    path = package_files(CATALOG_PACKAGE).joinpath(f"{PREFIX}{chosen}{SUFFIX}")
     try:
-        return ErrorCatalog.from_json(bounded_json.loads(path.read_text("utf-8")))
+        return cached(
+            f"errors-{chosen}",
+            [path, Path(__file__)],
+            lambda: ErrorCatalog.from_json(bounded_json.loads(path.read_text("utf-8"))),
+        )
     except (OSError, ValueError, KeyError) as exc:
         raise ErrorCatalogError(f"cannot read the error catalog of sglang {chosen}: {exc}") from exc

@@ -108,5 +108,7 @@ class SourceMiner:
 
 def flag_catalog_data(version: str) -> dict[str, Any]:
     """The shipped flag catalog of `version`, as JSON data."""
-    path = Path(__file__).parent.parent / "catalogs" / f"sglang-{version}.json"
-    return json.loads(path.read_text(encoding="utf-8"))
+    from analyzer.core.package_files import package_files
+
+    text = package_files("analyzer.catalogs").joinpath(f"sglang-{version}.json").read_text("utf-8")
+    return json.loads(text)

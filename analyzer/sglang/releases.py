@@ -55,6 +55,8 @@ class VersionChoice:
 
 @dataclass(frozen=True)
 class _Clue:
+    """One piece of evidence: the releases it leaves standing, and why."""
+
     versions: frozenset[str]
     reason: str
 
