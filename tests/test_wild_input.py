@@ -34,6 +34,7 @@ PREFIXES = {
     "grep-H": lambda n, line: f"logs/server.log:{n}:{line}",
     "quote": lambda n, line: f"> {line}",
     "torchrun": lambda n, line: f"[rank0]: {line}",
+    "ray-torchrun": lambda n, line: f"(WorkerDict pid=4242) [rank0]: {line}",
 }
 
 

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import regex
 
+from analyzer.sglang.log_format import TORCHRUN_RANK
+
 SAMPLE_LINES = 400
 MIN_SHARE = 0.5
 MAX_LAYERS = 3
@@ -58,7 +60,7 @@ FORMS = (
     ),
     PrefixForm("docker-compose", regex.compile(r"[A-Za-z0-9][\w.-]*\s*\| ?")),
     # torchrun prefixes the ranks' lines, never its elastic agent's: a share is enough
-    PrefixForm("torchrun", regex.compile(r"\[(?:rank|default)\d+\]: ?"), anywhere=True),
+    PrefixForm("torchrun", TORCHRUN_RANK, anywhere=True),
     PrefixForm(
         "grep-file-number",
         regex.compile(r"(?P<file>[\w./~-]*\w\.\w+)[:-](?P<number>\d+)(?::|-(?!\d))"),

@@ -29,6 +29,8 @@ RANK = LazyPattern(r"(DP|TP|EP|PP|CP|ATTN_DP|ATTN_TP|MOE_EP)(\d+)")
 RAY_PREFIX = regex.compile(
     r"^\((?P<actor>[A-Za-z_][\w.]*)?\s*pid=(?P<pid>\d+)(?:,\s*ip=[^)]*)?\)\s?"
 )
+# torchrun's rank label (`[rank0]: `), also inside a Ray worker's line
+TORCHRUN_RANK = regex.compile(r"\[(?:rank|default)\d+\]: ?")
 # `sglang==0.5.13`, `sglang-0.5.13` (pip install), `sglang   0.5.13` (pip list),
 # `sglang version 0.5.13`; every one holds "sglang", a launch hint, so it is fed already.
 STATED_VERSION = regex.compile(
@@ -57,6 +59,9 @@ def split_prefix(
     if ray:
         actor = f"{ray['actor'] or 'pid'} pid={ray['pid']}"
         body = body[ray.end() :]
+        if body.startswith("["):
+            rank = TORCHRUN_RANK.match(body)
+            body = body[rank.end() :] if rank else body
     if body.startswith("["):
         prefix = SGLANG_PREFIX.match(body)
         if prefix and (prefix["ts"] or prefix["ranks"].strip()):
