@@ -292,6 +292,17 @@ CASES: tuple[Case, ...] = (
         "ambiguous prefix of --cuda-graph-max-bs-decode and --cuda-graph-max-bs-prefill.",
     ),
     _invalid(
+        "invalid_ambiguous_speculative_draft_path",
+        f"{TARGET} --speculative-algorithm EAGLE3 --speculative-draft fixtures/models/eagle3-draft "
+        "--speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4",
+        ("--speculative-draft", "--speculative-draft-model-path"),
+        f"{TARGET} --speculative-algorithm EAGLE3 --speculative-draft-model-path "
+        "fixtures/models/eagle3-draft --speculative-num-steps 3 --speculative-eagle-topk 1 "
+        "--speculative-num-draft-tokens 4",
+        "--speculative-draft is a prefix of the draft model's path, revision, quantization and "
+        "load format options; the value given is a path, which only the path option takes.",
+    ),
+    _invalid(
         "invalid_int_tp_size",
         f"{TARGET} --tp-size two",
         ("--tp-size",),

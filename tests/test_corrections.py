@@ -151,6 +151,34 @@ def test_ambiguous_prefix_names_a_real_flag(tmp_path):
     assert incident.corrected_command.endswith("--cuda-graph-max-bs-decode 16")
 
 
+SPEC_DRAFT_AMBIGUOUS = (
+    "sglang serve: error: ambiguous option: --speculative-draft could match "
+    "--speculative-draft-model-path, --speculative-draft-model, --speculative-draft-model-revision, "
+    "--speculative-draft-load-format, --speculative-draft-window\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("value", "meant"),
+    [
+        ("/models/eagle3-draft", "--speculative-draft-model-path"),  # a path: only the path's
+        ("main", None),  # a word: the path and the revision both take it
+    ],
+)
+def test_an_ambiguous_prefix_is_resolved_only_when_one_option_takes_the_value(
+    tmp_path, value, meant
+):
+    command = f"python -m sglang.launch_server --model-path /m --speculative-draft {value}"
+    incident = analyse(tmp_path, USAGE + SPEC_DRAFT_AMBIGUOUS, command)
+    assert incident.rule_class == "argparse_invalid"
+    if meant is None:
+        assert incident.corrected_command is None
+        assert incident.offending_flags == ["--speculative-draft"]
+    else:
+        assert incident.corrected_command.endswith(f"{meant} {value}")
+        assert incident.offending_flags == ["--speculative-draft", meant]
+
+
 def test_shell_syntax_from_a_log_comes_out_quoted_and_inert(tmp_path):
     text = (
         '+ python -m sglang.launch_server --model-path /m --served-model-name "$(touch /tmp/pwned)" '
@@ -206,7 +234,9 @@ def test_invalid_choice_reads_the_choices_argparse_printed(tmp_path):
         "sglang serve: error: argument --attention-backend: invalid choice: "
         "'dual-chunk-flash-attn' (choose from 'triton', 'dual_chunk_flash_attn', 'fa3')\n"
     )
-    command = "python -m sglang.launch_server --model-path /m --attention-backend dual-chunk-flash-attn"
+    command = (
+        "python -m sglang.launch_server --model-path /m --attention-backend dual-chunk-flash-attn"
+    )
     incident = analyse(tmp_path, text, command)
     assert incident.rule_class == "argparse_invalid"
     assert any("SGLang spells it dual_chunk_flash_attn" in a for a in incident.advice)

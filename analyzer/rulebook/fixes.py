@@ -19,7 +19,7 @@ import regex
 from analyzer.core.lazy_pattern import LazyPattern
 from analyzer.core.model import Edit, Finding
 from analyzer.core.toml_data import shipped_toml
-from analyzer.sglang.catalog import FlagCatalog
+from analyzer.sglang.catalog import FlagCatalog, FlagSpec
 from analyzer.sglang.flag_history import shipped_history
 from analyzer.sglang.launch_command import LaunchCommand
 
@@ -303,9 +303,42 @@ def _fix_ambiguous(message: str, ctx: FixContext) -> FixPlan | None:
     note = f"{found['flag']} is a prefix of {', '.join(options)}; argparse cannot choose"
     change = shipped_history().change(found["flag"], ctx.catalog)
     if change is None or change.replacement is None:
-        return FixPlan([], [note])
+        meant = _option_for_value(found["flag"], options, ctx)
+        if meant is None:
+            return FixPlan([], [note])
+        notes = [note, f"of these, only {meant} takes a value like the one given"]
+        return FixPlan([Edit("rename", found["flag"], to=meant)], notes, [meant])
     notes = [note, change.explain(ctx.catalog.version)]
     return FixPlan([Edit("rename", found["flag"], to=change.replacement)], notes)
+
+
+PATH_WORDS = LazyPattern(r"(?i)\b(?:path|directory|dir|file)\b")
+
+
+def _option_for_value(typed: str, options: list[str], ctx: FixContext) -> str | None:
+    """The one option an ambiguous prefix can mean, judged by the value typed after it: a
+    switch for none, an option listing the value among its choices, a number's type, a path
+    for an option whose name or help says path (`--speculative-draft /models/d` is the draft
+    model's path, not its revision)."""
+    argument = next((a for a in ctx.command.arguments if a.flag == typed), None)
+    if argument is None:
+        return None
+    specs = {s.dest: s for o in options if (s := ctx.catalog.spec(o)) is not None}
+    value = argument.value
+    fitting = [s for s in specs.values() if _takes(s, value)]
+    return fitting[0].long if len(fitting) == 1 else None
+
+
+def _takes(spec: FlagSpec, value: str | None) -> bool:
+    if value is None or not spec.takes_value:
+        return value is None and not spec.takes_value
+    if spec.choices:
+        return value in {str(c) for c in spec.choices}
+    if spec.type in ("int", "float"):
+        return value.lstrip("-").replace(".", "", 1).isdigit()
+    if "/" in value:
+        return spec.long.endswith(("-path", "-dir", "-file")) or bool(PATH_WORDS.search(spec.help))
+    return True
 
 
 REQUIRED = LazyPattern(r"the following arguments are required: (?P<flags>.+)$")
