@@ -305,7 +305,7 @@ def _fallback(
             log,
             traceback,
             flags=reported_flags(flags, context.catalog),
-            phase=_cut_phase(traceback),
+            phase=_frames_phase(traceback),
             death=death,
         )
     flags = site_flags(found.site, context.catalog, command)
@@ -317,12 +317,13 @@ def _fallback(
     )
 
 
-def _cut_phase(traceback: Traceback) -> PhaseFound | None:
-    """For a traceback cut before its exception line: the startup phase its frames were in."""
-    if traceback.exception_type:
-        return None
-    from analyzer.rulebook.frame_phases import phase_of
+def _frames_phase(traceback: Traceback) -> PhaseFound | None:
+    """For a traceback cut before its exception line: the startup phase its frames were in;
+    for a complete one: the phase that classes whatever is raised inside it (`whole`)."""
+    from analyzer.rulebook.frame_phases import phase_of, whole_phase_of
 
+    if traceback.exception_type:
+        return whole_phase_of(traceback.frames)
     return phase_of(traceback.frames)
 
 
@@ -405,9 +406,18 @@ def _incident(
         flags.extend(f for f in blamed if f not in flags)
         explanation = f"{explanation} {found.sentence()}".strip()
     family = found.family if found is not None and rule.generic else None
+    # the catch-all crash raised inside a phase that classes anything raised there
+    phase = _frames_phase(traceback) if rule.generic and not family and traceback else None
+    if phase is not None:
+        advice = [*phase.phase.advice, *finding.advice]
+        finding = replace(finding, rule_class=phase.phase.rule_class, advice=advice)
+        explanation += (
+            f" It was raised during {phase.phase.text} ({phase.where}:{phase.frame.lineno} in "
+            f"{phase.frame.function}): a {phase.phase.rule_class} failure."
+        )
     return Incident(
         rule_class=family.rule_class if family else finding.rule_class,
-        rule=family.rule_id if family else rule.id,
+        rule=family.rule_id if family else (phase.phase.rule_id if phase else rule.id),
         title=family.title if family else finding.title,
         severity=family.severity if family else finding.severity,
         source=match.line.source,

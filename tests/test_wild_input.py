@@ -237,6 +237,65 @@ def test_a_traceback_cut_while_serving_names_no_phase(tmp_path):
     assert root is not None and root.rule_class == "unknown"
 
 
+def _crash_through(*frames: tuple[str, str, str]) -> list[str]:
+    lines = [
+        "[2026-01-01 10:00:00 TP0] Scheduler hit an exception: Traceback (most recent call last):"
+    ]
+    for file, function, code in frames:
+        lines += [
+            f'  File "/opt/sglang/python/sglang/{file}", line 100, in {function}',
+            f"    {code}",
+        ]
+    return [*lines, "ValueError: too many values to unpack (expected 2)"]
+
+
+MODEL_FORWARD = ("srt/models/llama.py", "forward", "hidden_states, aux = hidden_states")
+
+
+@pytest.mark.parametrize(
+    ("frames", "expected"),
+    [
+        # raised while capturing: a capture failure, whatever its type
+        (
+            [
+                (
+                    "srt/model_executor/model_runner.py",
+                    "init_cuda_graphs",
+                    "self.graph_runner = CudaGraphRunner(self)",
+                ),
+                (
+                    "srt/model_executor/cuda_graph_runner.py",
+                    "capture_one_batch_size",
+                    "out = run_once()",
+                ),
+                MODEL_FORWARD,
+            ],
+            "cuda_graph_capture",
+        ),
+        # the same exception in a decode step's forward is a crash while serving
+        (
+            [
+                (
+                    "srt/managers/scheduler.py",
+                    "event_loop_normal",
+                    "result = self.run_batch(batch)",
+                ),
+                (
+                    "srt/model_executor/model_runner.py",
+                    "forward_decode",
+                    "return self.model.forward(",
+                ),
+                MODEL_FORWARD,
+            ],
+            "runtime_crash",
+        ),
+    ],
+)
+def test_a_complete_traceback_raised_in_a_whole_phase_is_of_its_class(tmp_path, frames, expected):
+    root = _root(_write(tmp_path, "crash.log", _crash_through(*frames)))
+    assert root is not None and root.rule_class == expected and root.severity == "fatal"
+
+
 @pytest.mark.parametrize("phase", frame_phases(), ids=lambda p: p.id)
 def test_every_frame_phase_claims_its_case_and_not_its_negative(phase):
     assert {c.fires for c in phase.cases} == {True, False}

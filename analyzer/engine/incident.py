@@ -124,7 +124,7 @@ def fallback_incident(
     unique = {ln.number: ln for ln in shown}
     evidence = [unique[n] for n in sorted(unique)]
     family = found.family if found else None
-    if family is None and phase is not None:
+    if family is None and phase is not None:  # cut, or raised inside a `whole` phase
         incident = _phase_incident(log, traceback, evidence, phase)
         incident.offending_flags = list(flags or [])
     elif family is None and death is not None:
@@ -191,11 +191,14 @@ def _phase_incident(
 ) -> Incident:
     phase, frame = found.phase, found.frame
     where = frame.code if phase.code else f"{found.where}:{frame.lineno} in {frame.function}"
+    cut = not traceback.exception_type
     return Incident(
         rule_class=phase.rule_class,
         rule=phase.rule_id,
-        title=f"A traceback cut off before its exception line, in {phase.text}",
-        severity="error",
+        title=f"A traceback cut off before its exception line, in {phase.text}"
+        if cut
+        else f"{traceback.exception_type} raised during {phase.text}",
+        severity="error" if cut else "fatal",
         source=log.summary.path,
         line=traceback.exception_line.number,
         ranks=_ranks(traceback),

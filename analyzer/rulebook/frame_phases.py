@@ -9,7 +9,7 @@ allocated). Read only for a cut traceback, so a complete log never loads it.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
 from functools import cache
 from typing import Any
@@ -21,7 +21,7 @@ from analyzer.rulebook.vocabulary import RuleError
 from analyzer.sglang.releases import package_path
 
 PHASES_PACKAGE, PHASES_FILE = "analyzer.catalogs", "frame_phases.toml"
-KNOWN_KEYS = {"id", "class", "text", "code", "advice", "frames", "cases"}
+KNOWN_KEYS = {"id", "class", "text", "code", "advice", "frames", "cases", "whole"}
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,7 @@ class FramePhase:
     frames: tuple[FrameSet, ...] = ()
     advice: tuple[str, ...] = ()
     cases: tuple[PhaseCase, ...] = ()
+    whole: bool = False  # also classes a complete traceback no rule explains
 
     @property
     def rule_id(self) -> str:
@@ -117,6 +118,13 @@ def phase_of(frames: tuple[Frame, ...]) -> PhaseFound | None:
     return None
 
 
+def whole_phase_of(frames: tuple[Frame, ...]) -> PhaseFound | None:
+    """The `whole` phase a complete traceback was raised in, by its frames only (an
+    allocation's source line says nothing of an exception other than running out)."""
+    found = phase_of(tuple(replace(f, code="") for f in frames))
+    return found if found is not None and found.phase.whole else None
+
+
 def _phase(data: dict[str, Any]) -> FramePhase:
     unknown = sorted(set(data) - KNOWN_KEYS)
     if unknown:
@@ -135,6 +143,7 @@ def _phase(data: dict[str, Any]) -> FramePhase:
         code=re.compile(code) if code else None,
         frames=frames,
         advice=string_list(data, "advice"),
+        whole=bool(data.get("whole", False)),
         cases=tuple(
             PhaseCase(c.get("frame"), c.get("code"), bool(c["fires"]))
             for c in data.get("cases", [])
