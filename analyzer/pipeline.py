@@ -49,6 +49,7 @@ from analyzer.engine.survival import (
 from analyzer.rulebook.check_rules import CHECK_RULES
 from analyzer.rulebook.command_checks import check_command
 from analyzer.rulebook.features import traceback_flags
+from analyzer.rulebook.frame_phases import PHASE_RULE_PREFIX
 from analyzer.rulebook.raise_site_rules import FAMILY_RULE_PREFIX
 from analyzer.rulebook.vocabulary import Rule, all_triggers, load_rules
 from analyzer.sglang.catalog import FlagCatalog, all_catalogs, load_catalog
@@ -462,12 +463,14 @@ def _finish(
 
 
 def _family_priorities(incidents: list[Incident], rules: list[Rule]) -> dict[str, int]:
-    """A raise-site family classifies what no hand rule explains: its incidents rank with
-    the generic rule that found them, below every rule that matched the same error."""
+    """A raise-site family or a frame phase classifies what no hand rule explains: its
+    incidents rank with the generic rule that found them, below every rule that matched the
+    same error."""
     generic = min((r.priority for r in rules if r.generic), default=None)
     if generic is None:
         return {}
-    return {i.rule: generic for i in incidents if i.rule.startswith(FAMILY_RULE_PREFIX)}
+    prefixes = (FAMILY_RULE_PREFIX, PHASE_RULE_PREFIX)
+    return {i.rule: generic for i in incidents if i.rule.startswith(prefixes)}
 
 
 def _report_catalog(

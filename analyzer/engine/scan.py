@@ -96,15 +96,34 @@ PHASE_MARKERS = (
     ("Uvicorn running on", "http_warmup"),
     (READY_MARKER, "serving"),
 )
-EXIT_STATUS = LazyPattern(r"\b[Ee]xit(?:ed with)? code:? ?(?P<code>-?\d+)")
-# a SIGKILL said by others than the process: bash's report of a job the signal ended
-# (strsignal's `Killed`, alone for a foreground job, after `script: line N: PID` or `[N]+`
-# for a background one) and the kernel's OOM killer (mm/oom_kill.c __oom_kill_process:
+# `exit code 1`, docker's `exited with code 137`, kubectl describe's `Exit Code:    137`,
+# torch elastic's `failed (exitcode: -9)` and its failure table's `exitcode  : -9 (pid: N)`
+EXIT_STATUS = LazyPattern(r"\b[Ee]xit(?:ed with)? ?[Cc]ode(?:: *| *: | )(?P<code>-?\d+)")
+EXIT_MARKS = ("xit code", "xited with code", "xit Code", "xitcode")
+# a signal's death said by others than the process: bash's report of a job the signal ended
+# (strsignal's `Killed`, `Segmentation fault`, `Bus error`, `Aborted`, `Illegal instruction`,
+# `Floating point exception`, then ` (core dumped)` when a core was written; alone for a
+# foreground job, after `script: line N: PID` or `[N]+` for a background one), CPython's
+# faulthandler (`Fatal Python error: Segmentation fault`), systemd's `Main process exited,
+# code=killed, status=9/KILL` and the kernel's OOM killer (mm/oom_kill.c __oom_kill_process:
 # `Out of memory: Killed process PID (comm) total-vm:...`)
-KILLED_MARK = "Killed"
+SIGNAL_STATUS = {
+    "Killed": "-9",
+    "Segmentation fault": "-11",
+    "Bus error": "-7",
+    "Aborted": "-6",
+    "Illegal instruction": "-4",
+    "Floating point exception": "-8",
+}
+SIGNAL_NAMES = "|".join(SIGNAL_STATUS)
 KILLED = LazyPattern(
-    r"^(?:Killed|(?:\S+: line \d+: +\d+|\[\d+\][+-]?) +Killed +\S.*)$|\bKilled process \d+ \("
+    rf"^(?:(?:\S+: line \d+: +\d+|\[\d+\][+-]?) +(?P<signal>{SIGNAL_NAMES})(?: +\(core dumped\))? +\S.*"
+    rf"|(?P<alone>{SIGNAL_NAMES})(?: \(core dumped\))?)$"
+    r"|\b(?P<oom>Killed) process \d+ \("
+    rf"|^Fatal Python error: (?P<fatal>{SIGNAL_NAMES})\b"
+    r"|\bMain process exited, code=(?:killed|dumped), status=(?P<status>\d+)/"
 )
+SIGNAL_MARKS = (*SIGNAL_STATUS, "Main process exited")
 SIGKILL_STATUS = "-9"
 TRACEBACK_START = "Traceback (most recent call last):"
 USAGE_START = "usage: "
@@ -122,9 +141,8 @@ SCANNER_LITERALS = (
     *STARTUP_MARKERS,
     *(marker for marker, _ in PHASE_MARKERS),
     READY_MARKER,
-    "xit code",
-    "xited with code",
-    KILLED_MARK,
+    *EXIT_MARKS,
+    *SIGNAL_MARKS,
     *LAUNCH_HINTS,
     "Version: ",
     IMPORT_SKIPPED,
@@ -368,12 +386,14 @@ class Scanner:
         if IMPORT_SKIPPED in body and len(self.log.skipped_imports) < MAX_SKIPPED_IMPORTS:
             if all(seen.body != body for seen in self.log.skipped_imports):  # once, not per rank
                 self.log.skipped_imports.append(line)
-        if "xit code" in body or "xited with code" in body:
+        if any(mark in body for mark in EXIT_MARKS):
             exit_status = EXIT_STATUS.search(body)
             if exit_status:
                 self.log.exit_status = exit_status["code"]
-        if KILLED_MARK in body and KILLED.search(body.strip()):
-            self.log.exit_status = SIGKILL_STATUS
+        if any(mark in body for mark in SIGNAL_MARKS):
+            signal = KILLED.search(body.strip())
+            if signal:
+                self.log.exit_status = _signal_status(signal)
         if any(hint in body for hint in LAUNCH_HINTS) and find_launch_command(body):
             self.log.commands.append(line)
         if "sglang" in body or "Version: " in body:
@@ -446,3 +466,11 @@ def visible_lines(lines: Iterable[str]) -> list[str]:
 def note_prefixes(summary: InputSummary, prefixes: LinePrefixes) -> None:
     if prefixes is not NO_PREFIXES:
         summary.notes.append("line prefixes read past: " + ", ".join(prefixes.names))
+
+
+def _signal_status(found: regex.Match[str]) -> str:
+    """The exit status a signal death notice means (`-9` for SIGKILL, as Python's)."""
+    if found["status"]:
+        return f"-{found['status']}"
+    name = found["signal"] or found["alone"] or found["fatal"] or found["oom"]
+    return SIGNAL_STATUS.get(name, SIGKILL_STATUS)

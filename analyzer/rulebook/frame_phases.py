@@ -21,6 +21,7 @@ from analyzer.rulebook.vocabulary import RuleError
 from analyzer.sglang.releases import package_path
 
 PHASES_PACKAGE, PHASES_FILE = "analyzer.catalogs", "frame_phases.toml"
+PHASE_RULE_PREFIX = "frame-phase:"
 KNOWN_KEYS = {"id", "class", "text", "code", "advice", "frames", "cases", "whole"}
 
 
@@ -62,7 +63,7 @@ class FramePhase:
     @property
     def rule_id(self) -> str:
         """The `rule` an incident classified by this phase reports."""
-        return f"frame-phase:{self.id}"
+        return f"{PHASE_RULE_PREFIX}{self.id}"
 
     def holds(self, path: str, function: str) -> bool:
         name = function.rsplit(".", 1)[-1]

@@ -252,7 +252,10 @@ def warmup_hint(match: Match, log: ScannedLog) -> dict[str, str] | None:
 def model_load_flags(match: Match, log: ScannedLog) -> dict[str, str] | None:
     """Link --trust-remote-code when the loader says the model needs its own code."""
     detail = match.groups.get("detail", "")
-    needs = "trust_remote_code" in detail or "trust-remote-code" in detail
+    # transformers writes `trust_remote_code=True` on a later line of "contains custom code"
+    needs = any(
+        word in detail for word in ("trust_remote_code", "trust-remote-code", "custom code which")
+    )
     return {"needs_remote_code": "yes" * needs, "extra_flags": "--trust-remote-code" * needs}
 
 
