@@ -16,12 +16,11 @@ from typing import Any
 
 from analyzer.core.model import Frame
 from analyzer.core.toml_data import TomlError, shipped_toml
-from analyzer.rulebook.raise_site_rules import glob_path, string_list
+from analyzer.rulebook.raise_site_rules import PHASE_RULE_PREFIX, glob_path, string_list
 from analyzer.rulebook.vocabulary import RuleError
 from analyzer.sglang.releases import package_path
 
 PHASES_PACKAGE, PHASES_FILE = "analyzer.catalogs", "frame_phases.toml"
-PHASE_RULE_PREFIX = "frame-phase:"
 KNOWN_KEYS = {"id", "class", "text", "code", "advice", "frames", "cases", "whole"}
 
 

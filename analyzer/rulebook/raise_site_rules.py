@@ -23,6 +23,8 @@ from analyzer.sglang.error_catalog import ErrorSite
 FAMILIES_PACKAGE, FAMILIES_FILE = "analyzer.catalogs", "raise_sites.toml"
 # the `rule` of an incident a family classified: `raise-site:<family id>`
 FAMILY_RULE_PREFIX = "raise-site:"
+# the rule ids of frame phases (frame_phases.py), here so the pipeline names both cheaply
+PHASE_RULE_PREFIX = "frame-phase:"
 KNOWN_KEYS = {
     "id", "class", "title", "severity", "files", "functions", "exceptions", "message",
     "advice", "cases",
