@@ -114,6 +114,19 @@ def test_a_launcher_record_after_the_exception_does_not_continue_its_message():
     assert scan(lines).tracebacks[0].exception_message == "two lines\n  second line of the message"
 
 
+def test_a_headless_traceback_after_an_exception_is_its_own():
+    # two pods' (or ranks') last frames pasted one after the other, no Traceback headers
+    one = [
+        '  File "/x/sglang/srt/server_args.py", line 5163, in check_server_args',
+        "    assert self.moe_dense_tp_size in {",
+        "AssertionError: moe_dense_tp_size only support 1 and None currently",
+    ]
+    tracebacks = scan([*one, *one]).tracebacks
+    assert [t.exception_message for t in tracebacks] == [
+        "moe_dense_tp_size only support 1 and None currently"
+    ] * 2
+
+
 def test_usage_dump_is_tied_to_its_error_line_and_token_usage_is_not_usage():
     lines = [
         "[2026-02-23 18:05:01 TP0] Decode batch, #running-req: 1, token usage: 0.82, #queue-req: 0",

@@ -217,6 +217,8 @@ class _TracebackBuilder:
             and self.message_lines < MAX_MESSAGE_LINES
             and not body.startswith(("Traceback", *CHAIN_MARKERS))
             and not LOGGER_RECORD.match(body)
+            # another traceback pasted without its header (the next rank's, the next pod's)
+            and not FRAME.match(body)
         )
         if not continues:
             return False
