@@ -9,6 +9,7 @@ text without that text as no match, without compiling at all.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import regex
@@ -157,7 +158,26 @@ def _group_openings(source: str, start: int) -> list[str]:
 
 def _branches(source: str, start: int, end: int) -> list[tuple[int, int]]:
     """The (start, end) of each `|`-separated branch of source[start:end] at its own level."""
-    found, depth, i, in_set, first = [], 0, start, False, start
+    found, first = [], start
+    for i, char, depth in _structure(source, start, end):
+        if char == "|" and depth == 0:
+            found.append((first, i))
+            first = i + 1
+    return [*found, (first, end)]
+
+
+def _closing(source: str, start: int) -> int | None:
+    """The index of the `)` that closes the group opening at `start`."""
+    return next(
+        (i for i, char, depth in _structure(source, start) if char == ")" and depth == 0), None
+    )
+
+
+def _structure(source: str, start: int, end: int | None = None) -> Iterator[tuple[int, str, int]]:
+    """(index, character, group depth after it) of each character of source[start:end]
+    outside escapes and character sets."""
+    depth, i, in_set = 0, start, False
+    end = len(source) if end is None else end
     while i < end:
         char = source[i]
         if char == "\\":
@@ -169,36 +189,7 @@ def _branches(source: str, start: int, end: int) -> list[tuple[int, int]]:
             in_set = True
             i += 1 if source[i + 1 : i + 2] == "^" else 0
             i += 1 if source[i + 1 : i + 2] == "]" else 0
-        elif char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-        elif char == "|" and depth == 0:
-            found.append((first, i))
-            first = i + 1
+        else:
+            depth += {"(": 1, ")": -1}.get(char, 0)
+            yield i, char, depth
         i += 1
-    return [*found, (first, end)]
-
-
-def _closing(source: str, start: int) -> int | None:
-    """The index of the `)` that closes the group opening at `start`."""
-    depth, i, in_set = 0, start, False
-    while i < len(source):
-        char = source[i]
-        if char == "\\":
-            i += 2
-            continue
-        if in_set:
-            in_set = char != "]"
-        elif char == "[":
-            in_set = True
-            i += 1 if source[i + 1 : i + 2] == "^" else 0
-            i += 1 if source[i + 1 : i + 2] == "]" else 0
-        elif char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-            if depth == 0:
-                return i
-        i += 1
-    return None
