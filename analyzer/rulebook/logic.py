@@ -119,23 +119,30 @@ def memory_phase(match: Match, log: ScannedLog) -> dict[str, str] | None:
     # can appear that way, so it only counts when "this process has" is reported too.
     others = bool(OTHER_PROCESS.search(text)) and "this process has" in text
     advice_phase = "" if others else phase
+    # features whose code ran out of memory (--page-size's allocator, --cpu-offload-gb's
+    # pinned copy: analyzer/catalogs/features.toml)
+    features = frame_flags(match.traceback)
     return {
         "phase": phase,
         "phase_text": PHASE_TEXT[phase],
         "advice_phase": advice_phase,
         "other_processes": "yes" * others,
-        "extra_flags": _memory_feature_flags(match),
+        "extra_flags": " ".join(features),
+        # the flags linked: the features whose code ran out, then the phase's own setting
+        "memory_flags": " ".join([*features, _phase_setting(phase, others)]),
     }
+
+
+def _phase_setting(phase: str, others: bool) -> str:
+    """The setting that decided the memory the phase needed: for the weights, how many GPUs
+    share them (--tp-size; --mem-fraction-static only sizes the pool after them); for the
+    rest, the static pool's share (also when other processes hold the memory: the one
+    setting in play)."""
+    return "--tp-size" if phase == "weight_loading" and not others else "--mem-fraction-static"
 
 
 # schedule_batch / mem_cache: "Prefill out of memory. Try to lower your batch size." (and Decode)
 KV_POOL_FULL = LazyPattern(r"(?:(?:Prefill|Decode) out|Out) of memory\. Try to lower your batch size")
-
-
-def _memory_feature_flags(match: Match) -> str:
-    """The features whose code ran out of memory (--page-size's allocator, --cpu-offload-gb's
-    pinned copy: analyzer/catalogs/features.toml), for the advice."""
-    return " ".join(frame_flags(match.traceback))
 
 
 PHASE_TEXT = {
