@@ -76,11 +76,29 @@ def test_command_found_in_the_log_is_used(tmp_path):
     )
 
 
-def test_unknown_flag_without_a_close_match_is_not_invented(tmp_path):
-    command = "python -m sglang.launch_server --model-path /m --frobnicate-widgets 3"
+def test_unknown_flag_without_a_close_match_is_dropped_not_renamed(tmp_path):
+    """No SGLang flag is meant: nothing is invented; the command SGLang accepts is the one
+    without the flag (and its value), and the advice says it was dropped."""
+    command = "python -m sglang.launch_server --model-path /m --frobnicate-widgets 3 --port 8"
     incident = analyse(tmp_path, UNRECOGNIZED.format(args="--frobnicate-widgets 3"), command)
-    assert incident.corrected_command is None
+    assert incident.corrected_command == "python -m sglang.launch_server --model-path /m --port 8"
+    assert [(e.op, e.flag, e.to) for e in incident.edits] == [
+        ("remove", "--frobnicate-widgets", None)
+    ]
     assert any("closest:" in a for a in incident.advice)
+    assert any("dropping --frobnicate-widgets" in a for a in incident.advice)
+
+
+def test_invalid_choice_with_no_choice_meant_is_dropped_to_the_default(tmp_path):
+    command = "python -m sglang.launch_server --model-path /m --attention-backend sdpa_x"
+    error = (
+        "launch_server.py: error: argument --attention-backend: invalid choice: 'sdpa_x' "
+        "(choose from 'triton', 'torch_native', 'flashinfer')\n"
+    )
+    incident = analyse(tmp_path, error, command)
+    assert incident.rule_class == "argparse_invalid"
+    assert incident.corrected_command == "python -m sglang.launch_server --model-path /m"
+    assert any("uses its default" in a for a in incident.advice)
 
 
 def test_value_that_follows_a_flag_is_not_a_flag(tmp_path):

@@ -130,8 +130,11 @@ def rename_unrecognized(finding: Finding, ctx: FixContext) -> FixPlan:
         target, note = replacement_for(flag, ctx.catalog)
         plan.notes.append(note)
         if target is None:
-            if flag in foreign_flags() and ctx.command.has(flag):
+            # nothing to rename it to: a command SGLang accepts drops it (and says so)
+            if ctx.command.has(flag):
                 plan.edits.append(Edit("remove", flag))
+                if flag not in foreign_flags():
+                    plan.notes.append(f"dropping {flag}: SGLang {ctx.catalog.version} has no such flag")
             continue
         if ctx.typed(target):
             plan.edits.append(Edit("remove", flag))
@@ -189,7 +192,12 @@ def _fix_choice(message: str, ctx: FixContext) -> FixPlan | None:
     if choice is not None:
         note = f"{found['value']!r} is not one of {long}'s choices; SGLang spells it {choice}"
         return FixPlan([Edit("set", long, value=choice)], [note])
-    return FixPlan([], [f"{long} accepts: {', '.join(map(str, known))}"])
+    accepts = f"{long} accepts: {', '.join(map(str, known))}"
+    if not ctx.command.has(flag):
+        return FixPlan([], [accepts])
+    # none of them is the value meant: without the flag SGLang takes its default
+    dropping = f"dropping {long} {found['value']!r}: SGLang then uses its default"
+    return FixPlan([Edit("remove", flag)], [accepts, dropping])
 
 
 CHOOSE_FROM = LazyPattern(r"\(choose from (?P<choices>[^()]*)\)\s*$")
