@@ -58,7 +58,7 @@ from analyzer.transcripts.detect import FORMAT_NAMES, detect_kind, is_transcript
 if TYPE_CHECKING:
     from analyzer.engine.raise_sites import FoundSite
     from analyzer.metrics.results import RunMetrics
-    from analyzer.rulebook.frame_phases import PhaseFound
+    from analyzer.rulebook.frame_phases import LogPhaseFound, PhaseFound
 
 
 @dataclass
@@ -305,7 +305,7 @@ def _fallback(
             log,
             traceback,
             flags=reported_flags(flags, context.catalog),
-            phase=_frames_phase(traceback),
+            phase=_frames_phase(traceback) or _log_phase(traceback, log),
             death=death,
         )
     flags = site_flags(found.site, context.catalog, command)
@@ -325,6 +325,19 @@ def _frames_phase(traceback: Traceback) -> PhaseFound | None:
     if traceback.exception_type:
         return whole_phase_of(traceback.frames)
     return phase_of(traceback.frames)
+
+
+def _log_phase(traceback: Traceback, log: ScannedLog) -> LogPhaseFound | None:
+    """For an exception no frame places (none pasted, or only SGLang's callers' cut off):
+    the step the log had begun before it. Frames all outside SGLang are someone else's
+    program (a client, a user script): the server's step says nothing of them."""
+    from analyzer.rulebook.frame_phases import log_phase_of
+    from analyzer.sglang.releases import package_path
+
+    frames = traceback.frames
+    if frames and all(package_path(f.file) is None for f in frames):
+        return None
+    return log_phase_of(log.phases, traceback.first.number)
 
 
 def _raise_site(match: Match, context: _Context) -> FoundSite | None:

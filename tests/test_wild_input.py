@@ -230,11 +230,13 @@ def test_a_traceback_cut_before_its_exception_is_classed_by_the_phase_of_its_fra
     assert "cut off before its exception" in root.title
 
 
-def test_a_traceback_cut_while_serving_names_no_phase(tmp_path):
-    # a decode step's forward runs through model code, but no startup phase
+def test_a_traceback_cut_while_serving_names_no_startup_phase(tmp_path):
+    # a decode step's forward runs through model code, but no startup phase: the scheduler's
+    # event loop places it in serving (the exception, cut off, is not known: an error)
     lines = _last_traceback_cut("fixtures/source/cuda_error_illegal_access_decode.log")
     root = _root(_write(tmp_path, "cut.log", lines))
-    assert root is not None and root.rule_class == "unknown"
+    assert root is not None and root.rule == "frame-phase:serving"
+    assert root.rule_class == "runtime_crash" and root.severity == "error"
 
 
 def _crash_through(*frames: tuple[str, str, str]) -> list[str]:
@@ -350,3 +352,47 @@ def test_an_exception_line_whose_message_starts_below_it_keeps_the_message(tmp_p
     root = _root(_write(tmp_path, "one.txt", lines))
     assert root is not None and root.rule_class == "environment"
     assert "undefined symbol" in root.title  # read from the message's own lines
+
+
+STEP_LINES = {
+    "cuda_graph_capture": "[2026-01-01 10:00:05 TP0] Capture cuda graph begin. This can take up to several minutes. avail mem=20.00 GB",
+    "weight_loading": "[2026-01-01 10:00:05 TP0] Load weight begin. avail mem=78.00 GB",
+    "serving": "[2026-01-01 10:00:05] The server is fired up and ready to roll!",
+    "captured": "[2026-01-01 10:00:05 TP0] Capture cuda graph end. Time elapsed: 9.00 s. mem usage=1.00 GB. avail mem=18.00 GB.",
+}
+BARE_EXCEPTION = "ValueError: too many values to unpack (expected 2)"
+
+
+@pytest.mark.parametrize(
+    ("step", "expected"),
+    [
+        ("cuda_graph_capture", "cuda_graph_capture"),
+        ("weight_loading", "model_load"),
+        ("serving", "runtime_crash"),
+        ("captured", "unknown"),  # a step that ended: the next one is not known
+    ],
+)
+def test_an_exception_pasted_without_frames_is_placed_in_the_step_the_log_had_begun(
+    tmp_path, step, expected
+):
+    lines = [
+        "[2026-01-01 10:00:00 TP0] Init torch distributed ends. mem usage=0.10 GB",
+        STEP_LINES[step],
+        BARE_EXCEPTION,
+    ]
+    root = _root(_write(tmp_path, "steps.log", lines))
+    assert root is not None and root.rule_class == expected
+    if expected != "unknown":
+        assert f"(line {2})" in root.explanation
+
+
+def test_a_traceback_all_outside_sglang_after_ready_is_not_the_servers(tmp_path):
+    lines = [
+        STEP_LINES["serving"],
+        "Traceback (most recent call last):",
+        '  File "/opt/venv/lib/python3.12/site-packages/numpy/core/fromnumeric.py", line 9, in f',
+        "    return x.reshape(shape)",
+        BARE_EXCEPTION,
+    ]
+    root = _root(_write(tmp_path, "client.log", lines))
+    assert root is not None and root.rule_class == "unknown"

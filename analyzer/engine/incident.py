@@ -24,7 +24,7 @@ from analyzer.core.model import (
 
 if TYPE_CHECKING:
     from analyzer.engine.raise_sites import FoundSite
-    from analyzer.rulebook.frame_phases import PhaseFound
+    from analyzer.rulebook.frame_phases import LogPhaseFound, PhaseFound
 
 UNKNOWN_ADVICE = [
     "No rule recognises this failure: read the last traceback and lines below.",
@@ -113,7 +113,7 @@ def fallback_incident(
     traceback: Traceback,
     found: FoundSite | None = None,
     flags: list[str] | None = None,
-    phase: PhaseFound | None = None,
+    phase: PhaseFound | LogPhaseFound | None = None,
     death: Line | None = None,
 ) -> Incident:
     """The incident for a traceback no rule explains: of the class of the raise site's
@@ -187,10 +187,9 @@ def _death_incident(
 
 
 def _phase_incident(
-    log: ScannedLog, traceback: Traceback, evidence: list[Line], found: PhaseFound
+    log: ScannedLog, traceback: Traceback, evidence: list[Line], found: PhaseFound | LogPhaseFound
 ) -> Incident:
-    phase, frame = found.phase, found.frame
-    where = frame.code if phase.code else f"{found.where}:{frame.lineno} in {frame.function}"
+    phase = found.phase
     cut = not traceback.exception_type
     return Incident(
         rule_class=phase.rule_class,
@@ -205,8 +204,8 @@ def _phase_incident(
         evidence=evidence,
         span=None,
         offending_flags=[],
-        explanation=f"{_unknown_explanation(traceback)} Its frames place the failure in "
-        f"{phase.text} (`{where}`): most likely a {phase.rule_class} failure.",
+        explanation=f"{_unknown_explanation(traceback)} {found.placement}: most likely a "
+        f"{phase.rule_class} failure.",
         advice=list(phase.advice),
     )
 

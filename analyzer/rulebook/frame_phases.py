@@ -21,7 +21,7 @@ from analyzer.rulebook.vocabulary import RuleError
 from analyzer.sglang.releases import package_path
 
 PHASES_PACKAGE, PHASES_FILE = "analyzer.catalogs", "frame_phases.toml"
-KNOWN_KEYS = {"id", "class", "text", "code", "advice", "frames", "cases", "whole"}
+KNOWN_KEYS = {"id", "class", "text", "code", "advice", "frames", "cases", "whole", "log"}
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,7 @@ class FramePhase:
     advice: tuple[str, ...] = ()
     cases: tuple[PhaseCase, ...] = ()
     whole: bool = False  # also classes a complete traceback no rule explains
+    log: tuple[str, ...] = ()  # the log's phase markers (engine/scan.py) it is the step of
 
     @property
     def rule_id(self) -> str:
@@ -81,6 +82,15 @@ class PhaseFound:
         """The frame's file inside the package (`sglang/srt/...`), else as printed."""
         path = package_path(self.frame.file)
         return f"sglang/{path}" if path else self.frame.file
+
+    @property
+    def placement(self) -> str:
+        """What put the failure in the phase, for the explanation."""
+        frame = self.frame
+        where = (
+            frame.code if self.phase.code else f"{self.where}:{frame.lineno} in {frame.function}"
+        )
+        return f"Its frames place the failure in {self.phase.text} (`{where}`)"
 
 
 @cache
@@ -125,6 +135,35 @@ def whole_phase_of(frames: tuple[Frame, ...]) -> PhaseFound | None:
     return found if found is not None and found.phase.whole else None
 
 
+@dataclass(frozen=True)
+class LogPhaseFound:
+    """The phase an exception fell in by the log's own step lines: the last marker before it."""
+
+    phase: FramePhase
+    marker: str  # the marker's name (engine/scan.py PHASE_MARKERS)
+    line: int
+
+    @property
+    def placement(self) -> str:
+        """What put the failure in the phase, for the explanation."""
+        return (
+            f"No frame of it places it, but the log had begun {self.phase.text} (line "
+            f"{self.line}) and printed no later step before it: the failure is in "
+            f"{self.phase.text}"
+        )
+
+
+def log_phase_of(markers: list[tuple[int, str]], line: int) -> LogPhaseFound | None:
+    """The phase whose step the log was in at `line`: the last step marker printed before
+    it (a step that ended printed its end marker, which no phase claims)."""
+    before = [(number, name) for number, name in markers if number < line]
+    if not before:
+        return None
+    number, name = before[-1]
+    phase = next((p for p in frame_phases() if name in p.log), None)
+    return LogPhaseFound(phase, name, number) if phase is not None else None
+
+
 def _phase(data: dict[str, Any]) -> FramePhase:
     unknown = sorted(set(data) - KNOWN_KEYS)
     if unknown:
@@ -144,6 +183,7 @@ def _phase(data: dict[str, Any]) -> FramePhase:
         frames=frames,
         advice=string_list(data, "advice"),
         whole=bool(data.get("whole", False)),
+        log=string_list(data, "log"),
         cases=tuple(
             PhaseCase(c.get("frame"), c.get("code"), bool(c["fires"]))
             for c in data.get("cases", [])
