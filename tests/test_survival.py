@@ -51,6 +51,24 @@ def test_an_error_followed_by_serving_is_one_the_server_survived(tmp_path):
     assert SERVING in [ln.text for ln in incident.evidence]
 
 
+PROBE = '[2026-12-03 13:34:21] INFO:     10.0.0.9:2 - "GET /health HTTP/1.1" 200 OK'
+
+
+@pytest.mark.parametrize("simple_scan", [False, True])
+def test_probes_answered_after_an_error_are_no_sign_requests_were_served(tmp_path, simple_scan):
+    """A kubelet's GET /health keeps being answered while the users' requests hang."""
+    lines = [READY, *[PROBE] * 30, *REQUEST_ERROR, *[PROBE] * 30]
+    _log(tmp_path, lines)
+    report = analyze([str(tmp_path / "server.log")], Options(simple_scan=simple_scan))
+    assert report.incidents[0].severity in ("fatal", "error")
+    # a request served among the probes is
+    lines = [READY, *REQUEST_ERROR, *[PROBE] * 30, SERVING, *[PROBE] * 30]
+    _log(tmp_path, lines)
+    report = analyze([str(tmp_path / "server.log")], Options(simple_scan=simple_scan))
+    [incident] = report.incidents
+    assert incident.severity == "warning" and SERVING in [ln.text for ln in incident.evidence]
+
+
 def test_an_error_followed_by_a_death_stays_fatal_even_with_serving_after(tmp_path):
     report = _log(tmp_path, [READY, *REQUEST_ERROR, DEATH, SERVING])
     assert report.incidents[0].severity in ("fatal", "error")

@@ -35,6 +35,15 @@ PREFIXES = {
     "quote": lambda n, line: f"> {line}",
     "torchrun": lambda n, line: f"[rank0]: {line}",
     "ray-torchrun": lambda n, line: f"(WorkerDict pid=4242) [rank0]: {line}",
+    # no known tool: learned from where SGLang's own text starts (normalize.learned_form)
+    "pdsh": lambda n, line: f"gpu-node07: {line}",
+    "ray-actor-ip": lambda n, line: f"(SGLangEngine pid=4242, ip=10.0.0.2) {line}",
+    "stern": lambda n, line: f"sglang-7d9f8-x2k4q server {line}",
+    "rfc3339-syslog": lambda n, line: (
+        f"2026-01-05T10:00:{n % 60:02d}.123+00:00 gpu-host sglang[77]: {line}"
+    ),
+    "python-asctime": lambda n, line: f"2026-01-05 10:00:{n % 60:02d},{n % 1000:03d} {line}",
+    "indented": lambda n, line: f"    {line}",
 }
 
 
@@ -396,3 +405,17 @@ def test_a_traceback_all_outside_sglang_after_ready_is_not_the_servers(tmp_path)
     ]
     root = _root(_write(tmp_path, "client.log", lines))
     assert root is not None and root.rule_class == "unknown"
+
+
+@pytest.mark.parametrize(("fixture", "expected"), CLEAN, ids=[c[1] for c in CLEAN])
+def test_a_log_as_sglang_wrote_it_has_no_prefix_to_learn(fixture, expected):
+    assert detect_prefixes(_lines(fixture)).names == []
+
+
+def test_nccls_own_line_format_is_not_a_prefix():
+    lines = [
+        "[2026-01-01 10:00:00 TP0] Init torch distributed begin.",
+        *(f"gpu-a:8841:9011 [{i}] NCCL INFO proxy.cc:698 -> 6" for i in range(4)),
+        *(f"gpu-a:8841:9011 [{i}] NCCL WARN NET/IB : Got completion from peer" for i in range(4)),
+    ]
+    assert detect_prefixes(lines).names == []

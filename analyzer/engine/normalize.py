@@ -75,6 +75,64 @@ FORMS = (
 )
 
 
+# Where SGLang's own text starts on a line (and Python's, argparse's, uvicorn's under it): the
+# `[date time TPn]` of its logger, a traceback's header, frame and exception lines,
+# argparse's usage and error, log levels, the launch command. Whatever a line carries
+# before its first anchor is what a tool put there.
+ANCHOR = regex.compile(
+    r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d"
+    r"|Traceback \(most recent call last\):"
+    r"|  File \""
+    r"|(?<![\w.])[A-Za-z_][\w.]*(?:Error|Exception|Interrupt)(?::|$)"
+    r"|usage: |(?<![\w.-])[\w.-]+: error: "
+    # uvicorn's `INFO:     `, logging's `ERROR:root:`, rich's padded `INFO     ` (a level
+    # with one space is too common inside formats: NCCL's `host:pid:tid [0] NCCL INFO `)
+    r"|(?<!NCCL )(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)(?::| {2,})"
+    r"|server_args=ServerArgs\("
+    r"|python3? -m sglang\.|sglang serve "
+)
+MIN_ANCHORED = 2
+MAX_LEARNED = 80
+ANCHOR_SPAN = 40  # room for the anchor itself past the longest prefix
+DIGITS = regex.compile(r"\d+")
+SEPARATORS = " \t:|])>"
+
+
+def learned_form(lines: list[str]) -> PrefixForm | None:
+    """A prefix no known tool explains, learned from the lines themselves: the text before
+    SGLang's own starts (ANCHOR), when most anchored lines carry the same one up to its
+    digits (a host `node07: `, an actor `(Engine pid=88, ip=10.0.0.2) `, a pod and container,
+    a wrapper's `2026-01-05 10:00:01,123 `, an indented paste)."""
+    shapes: list[str] = []
+    anchored = 0
+    for line in lines:
+        # a prefix is short: look no further (a megabyte line costs no more than a short one)
+        found = ANCHOR.search(line, 0, MAX_LEARNED + ANCHOR_SPAN)
+        if found is None:
+            continue
+        anchored += 1
+        if found.start() <= MAX_LEARNED:
+            shapes.append(DIGITS.sub("0", line[: found.start()]))
+    needed = max(MIN_ANCHORED, MIN_SHARE * anchored)
+    # the longest start, up to a separator, that enough anchored lines share (a line's own
+    # `+ ` of `set -x` or `$ ` of a prompt may follow the tool's prefix)
+    counts: dict[str, int] = {}
+    for shape in shapes:
+        for i, c in enumerate(shape):
+            if c in SEPARATORS:
+                counts[shape[: i + 1]] = counts.get(shape[: i + 1], 0) + 1
+    shared = [c for c, n in counts.items() if n >= needed]
+    if not shared:
+        return None
+    shape = max(shared, key=lambda c: (len(c), c))
+    pattern = "".join(r"\d+" if part == "0" else regex.escape(part) for part in _parts(shape))
+    return PrefixForm("learned", regex.compile(pattern))
+
+
+def _parts(shape: str) -> list[str]:
+    return [p for p in regex.split(r"(0)", shape) if p]
+
+
 @dataclass(frozen=True)
 class LinePrefixes:
     """The prefix forms of one input, outermost first, and whether fences are noise."""
@@ -113,7 +171,7 @@ def detect_prefixes(lines: Iterable[str]) -> LinePrefixes:
     forms: list[PrefixForm] = []
     current = sample
     for _ in range(MAX_LAYERS):
-        form = _consistent_form(current)
+        form = _consistent_form(current) or _checked(learned_form(current), current)
         if form is None:
             break
         forms.append(form)
@@ -137,7 +195,9 @@ def _strip(line: str, form: PrefixForm) -> str:
     return line[found.end() :] if found else line
 
 
-def _consistent_form(lines: list[str]) -> PrefixForm | None:
+def _consistent_form(
+    lines: list[str], forms: tuple[PrefixForm, ...] = FORMS
+) -> PrefixForm | None:
     """The form most of the lines carry (ties: the order of FORMS), if any."""
     # a line left blank by an outer layer (`> ` alone, between quoted lines) carries nothing
     content = [ln for ln in lines if ln.strip() and not FENCE.match(ln) and ln != GREP_SEPARATOR]
@@ -145,7 +205,7 @@ def _consistent_form(lines: list[str]) -> PrefixForm | None:
         return None
     needed = max(1, int(MIN_SHARE * len(content) + 0.999)) if len(content) > 2 else len(content)
     best: tuple[int, PrefixForm] | None = None
-    for form in FORMS:
+    for form in forms:
         matches = [m for ln in content if (m := form.pattern.match(ln))]
         if len(matches) < (1 if form.anywhere else needed) or (
             form.numbered and not _increasing(matches)
@@ -156,6 +216,11 @@ def _consistent_form(lines: list[str]) -> PrefixForm | None:
         if best is None or len(matches) > best[0]:
             best = (len(matches), form)
     return best[1] if best else None
+
+
+def _checked(form: PrefixForm | None, lines: list[str]) -> PrefixForm | None:
+    """A learned form held to the known forms' bar: most content lines carry it."""
+    return form if form is not None and _consistent_form(lines, (form,)) else None
 
 
 def _increasing(matches: list[regex.Match]) -> bool:

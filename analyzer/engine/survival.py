@@ -6,7 +6,8 @@ An incident is judged by what follows it in the same input, whichever rule made 
   user's script, none in the server's `sglang/srt/`) becomes a `client_error` finding of
   severity info that names the client (engine/clients.py), and the requests SGLang refused
   (400, 413, 422 access lines) one `client_error` finding of the http client's;
-- an error followed by serving (`Decode batch`, `Prefill batch`, `" 200 OK` access lines)
+- an error followed by serving (`Decode batch`, `Prefill batch`, `" 200 OK` access lines of
+  requests: not of GET probes, answered whatever became of the requests)
   before any sign of death (`... hit an exception`, `Received sigquit`, a child that
   `crashed with exit code`) or a restart (a new `server_args` record) is one the server
   survived (a request-level exception, an aborted request): severity warning;
@@ -48,6 +49,10 @@ from analyzer.sglang.log_format import split_prefix
 # it died, so an access line before a death notice is no sign the scheduler lived on.
 SCHEDULER_SERVING = ("Decode batch", "Prefill batch")
 SERVING = (*SCHEDULER_SERVING, '" 200 OK')
+# Probes are answered whatever became of the users' requests (a load balancer's or
+# kubelet's GET /health, /v1/models, /metrics): only the requests that do work (POST
+# /generate, /v1/chat/completions, ...) show the server kept serving.
+PROBE = '"GET '
 # tokenizer_manager's SignalHandler.sigterm_handler, uvicorn's handle_exit, Ctrl-C
 STOPS = ("SIGTERM received", "INFO:     Shutting down", "Waiting for connections to close",
          "KeyboardInterrupt")  # fmt: skip
@@ -148,9 +153,9 @@ class LifeSigns:
         self.lines = segment.last
         first = last = -1
         for marker in _SERVING_BYTES:
-            found = data.find(marker, start, first + len(marker) if first >= 0 else end)
+            found = _find(data, marker, start, first + len(marker) if first >= 0 else end)
             first = found if found >= 0 else first
-            found = data.rfind(marker, last if last >= 0 else start, end)
+            found = _rfind(data, marker, last if last >= 0 else start, end)
             last = max(last, found)
         if first >= 0:
             segment.serves(segment.first + data.count(b"\n", start, first), _line_at(data, first))
@@ -360,7 +365,31 @@ def _files_hold(traceback: Traceback, markers: tuple[str, ...]) -> bool:
 
 
 def _serves(text: str, markers: tuple[str, ...] = SERVING) -> bool:
-    return any(marker in text for marker in markers)
+    return any(marker in text for marker in markers) and PROBE not in text
+
+
+_PROBE_BYTES = PROBE.encode()
+
+
+def _find(data: bytes, marker: bytes, start: int, end: int) -> int:
+    """The first serving marker in data[start:end] on a line that is no probe's."""
+    found = data.find(marker, start, end)
+    while found >= 0 and _probe_line(data, found):
+        found = data.find(marker, data.find(b"\n", found) + 1 or end, end)
+    return found
+
+
+def _rfind(data: bytes, marker: bytes, start: int, end: int) -> int:
+    """The last serving marker in data[start:end] on a line that is no probe's."""
+    found = data.rfind(marker, start, end)
+    while found >= 0 and _probe_line(data, found):
+        found = data.rfind(marker, start, data.rfind(b"\n", 0, found) + 1)
+    return found
+
+
+def _probe_line(data: bytes, at: int) -> bool:
+    begin = data.rfind(b"\n", 0, at) + 1
+    return data.find(_PROBE_BYTES, begin, at) >= 0
 
 
 def _line_at(data: bytes, at: int) -> str:
