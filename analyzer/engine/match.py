@@ -147,7 +147,9 @@ def _match(rule, line, found, evidence, ranks, traceback=None) -> Match:
         text = found.group(highlight)
         start = line.body.find(text) if text else -1
         end = start + len(text)
-    offset = len(line.text) - len(line.body)
+    # the body ends the text, unless a tool's column follows it (rich's `file.py:N`)
+    ends = line.text.endswith(line.body)
+    offset = len(line.text) - len(line.body) if ends else line.text.find(line.body)
     span = (start + offset, end + offset) if start >= 0 else None
     return Match(rule.id, line, span, groups, evidence, ranks, traceback)
 
