@@ -16,6 +16,7 @@ from analyzer.rulebook import logic as rulelogic
 from analyzer.rulebook.vocabulary import Rule
 
 PATTERN_TIMEOUT = 1.0
+SGLANG_FILES = "sglang/"
 
 
 def match_rules(rules: list[Rule], log: ScannedLog) -> tuple[list[Match], list[str]]:
@@ -94,6 +95,11 @@ def _traceback_search(rule: Rule, traceback: Traceback):
         rule.frame.search(f"{f.file} {f.function}", timeout=PATTERN_TIMEOUT) for f in frames
     ):
         return None
+    if rule.innermost:
+        own = [f for f in frames if SGLANG_FILES in f.file.replace("\\", "/")]
+        where = f"{own[-1].file} {own[-1].function}" if own else None
+        if where is None or not rule.innermost.search(where, timeout=PATTERN_TIMEOUT):
+            return None
     if rule.code:
         last = traceback.last_frame
         if last is None or not rule.code.search(last.code, timeout=PATTERN_TIMEOUT):
