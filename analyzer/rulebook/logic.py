@@ -122,15 +122,51 @@ def memory_phase(match: Match, log: ScannedLog) -> dict[str, str] | None:
     # features whose code ran out of memory (--page-size's allocator, --cpu-offload-gb's
     # pinned copy: analyzer/catalogs/features.toml)
     features = frame_flags(match.traceback)
+    caps = _prefill_caps(log) if phase == "serving" and not others and _in_prefill(match) else []
     return {
         "phase": phase,
         "phase_text": PHASE_TEXT[phase],
         "advice_phase": advice_phase,
         "other_processes": "yes" * others,
         "extra_flags": " ".join(features),
-        # the flags linked: the features whose code ran out, then the phase's own setting
-        "memory_flags": " ".join([*features, _phase_setting(phase, others)]),
+        "prefill_caps": " or ".join(caps),
+        # the flags linked: the features whose code ran out, the prefill batch's caps when a
+        # prefill ran out, then the phase's own setting
+        "memory_flags": " ".join([*features, *caps, _phase_setting(phase, others)]),
     }
+
+
+# the forward of a prefill batch: model_runner.forward_extend (0.2-0.5.13),
+# runner/eager_runner.py _execute_extend(_cp, _cp_v2) (0.5.19+), tp_worker.forward_prefill_batch
+# (0.2), router/model_rpc.forward_fill_batch (0.1)
+PREFILL_FORWARDS = (
+    "forward_extend", "_execute_extend", "_execute_extend_cp", "_execute_extend_cp_v2",
+    "forward_prefill_batch", "forward_fill_batch",
+)  # fmt: skip
+
+
+def _in_prefill(match: Match) -> bool:
+    """The allocation that failed was a prefill batch's forward (not a speculative verify,
+    which runs as an extend too)."""
+    frames = match.traceback.frames if match.traceback is not None else ()
+    paths = [f.file.replace("\\", "/") for f in frames]
+    return any(f.function in PREFILL_FORWARDS for f in frames) and not any(
+        "/speculative/" in path for path in paths
+    )
+
+
+def _prefill_caps(log: ScannedLog) -> list[str]:
+    """The settings that cap a prefill batch's tokens, so its activation memory: the
+    scheduler's PrefillAdder takes new tokens up to --max-prefill-tokens, and per chunk up to
+    --chunked-prefill-size when chunked prefill is on (0.2 has no chunking). The record
+    tells which is in force; without it, both."""
+    record = log.server_args
+    if record is None:
+        return ["--chunked-prefill-size", "--max-prefill-tokens"]
+    chunked = record.get("chunked_prefill_size")
+    if isinstance(chunked, int) and chunked > 0:
+        return ["--chunked-prefill-size"]
+    return ["--max-prefill-tokens"]
 
 
 def _phase_setting(phase: str, others: bool) -> str:
