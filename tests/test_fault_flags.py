@@ -208,3 +208,22 @@ def test_a_prefill_forward_out_of_memory_names_the_cap_of_its_batch(tmp_path: Pa
     assert _serving_oom(tmp_path, "forward_decode", "chunked_prefill_size=8192, ") == [
         "--mem-fraction-static"
     ]
+
+
+@pytest.mark.parametrize(("host", "flags"), [("", ["--host"]), ("127.0.0.1", [])])
+def test_a_warmup_error_line_names_host_when_its_traceback_has_no_host_to_reach(
+    tmp_path: Path, host: str, flags: list[str]
+):
+    # 0.5 http_server.py _wait_and_warmup logs "Initialization failed. warmup error: {tb}"
+    log = tmp_path / "warmup.log"
+    log.write_text(
+        f"[2026-01-01 10:00:00] INFO:     Uvicorn running on http://{host}:30000\n"
+        "[2026-01-01 10:02:00] Initialization failed. warmup error: Traceback (most recent call last):\n"
+        f'  File "{SITE}/sglang/srt/entrypoints/http_server.py", line 2373, in _execute_server_warmup\n'
+        "    res = requests.get(\n"
+        f'  File "{SITE}/requests/models.py", line 439, in prepare_url\n'
+        "    raise InvalidURL(f\"Invalid URL {url!r}: No host supplied\")\n"
+        f"requests.exceptions.InvalidURL: Invalid URL 'http://{host}:30000/model_info': No host supplied\n"
+    )
+    root = analyze([str(log)], Options()).incidents[0]
+    assert (root.rule, root.offending_flags) == ("warmup-failure", flags)

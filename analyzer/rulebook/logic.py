@@ -288,8 +288,25 @@ def warmup_hint(match: Match, log: ScannedLog) -> dict[str, str] | None:
     a proxy will not bypass."""
     found = proxy_hint(match, log) or {}
     host = match.groups.get("host")
+    if host is None:  # `Initialization failed. warmup error: Traceback ...`: its traceback's
+        host = _warmup_host(match, log)
     found["host_flag"] = "--host" if host is not None and host in UNROUTED_HOSTS else ""
     return found
+
+
+# the warmup's request URL (http_server.py _execute_server_warmup: server_args.url() +
+# "/model_info", older "/get_model_info") as requests and urllib3 quote it in their errors
+WARMUP_URL = LazyPattern(r"https?://(?P<host>[^/\s:'\"]*|\[[^\]]*\]):\d+/(?:get_)?model_info\b")
+
+
+def _warmup_host(match: Match, log: ScannedLog) -> str | None:
+    """The host of the warmup URL in the exception of the traceback the match's line opens."""
+    line = match.line
+    for traceback in log.tracebacks:
+        if (traceback.first.source, traceback.first.number) == (line.source, line.number):
+            found = WARMUP_URL.search(traceback.exception_message)
+            return found["host"] if found else None
+    return None
 
 
 def model_load_flags(match: Match, log: ScannedLog) -> dict[str, str] | None:
