@@ -320,11 +320,12 @@ def _fallback(
 def _frames_phase(traceback: Traceback) -> PhaseFound | None:
     """For a traceback cut before its exception line: the startup phase its frames were in;
     for a complete one: the phase that classes whatever is raised inside it (`whole`)."""
-    from analyzer.rulebook.frame_phases import phase_of, whole_phase_of
+    from analyzer.rulebook.frame_phases import feature_phase_of, phase_of, whole_phase_of
 
-    if traceback.exception_type:
-        return whole_phase_of(traceback.frames)
-    return phase_of(traceback.frames)
+    whole = bool(traceback.exception_type)
+    found = whole_phase_of(traceback.frames) if whole else phase_of(traceback.frames)
+    # a feature's code that runs only inside one phase (torch.compile of the model: capture)
+    return found or feature_phase_of(traceback, whole)
 
 
 def _log_phase(traceback: Traceback, log: ScannedLog) -> LogPhaseFound | None:

@@ -173,3 +173,57 @@ def test_build_from_an_installed_release_matches_committed() -> None:
     version = package_version(package)
     built = dumps(build_code_paths(package, flag_catalog_data(version)))
     assert built == (CATALOGS / f"paths-{version}.json").read_text(encoding="utf-8")
+
+
+def _serving_oom(tmp_path: Path, forward: str, record: str) -> list[str]:
+    log = tmp_path / "oom.log"
+    log.write_text(
+        f"[2026-01-01 10:00:00] server_args=ServerArgs(model_path='m', {record}port=30000)\n"
+        "[2026-01-01 10:00:05] The server is fired up and ready to roll!\n"
+        "[2026-01-01 10:01:00 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+        f'  File "{SITE}/sglang/srt/model_executor/model_runner.py", line 900, in {forward}\n'
+        "    return self.model.forward(\n"
+        f'  File "{SITE}/sglang/srt/models/llama.py", line 300, in forward\n'
+        "    hidden_states = self.mlp(hidden_states)\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
+        "total capacity of 79.19 GiB of which 1.00 GiB is free. Including non-PyTorch memory, "
+        "this process has 78.00 GiB memory in use.\n"
+    )
+    (root,) = analyze([str(log)], Options()).incidents
+    assert root.rule_class == "oom"
+    return root.offending_flags
+
+
+def test_a_prefill_forward_out_of_memory_names_the_cap_of_its_batch(tmp_path: Path):
+    # 0.2 had no chunked prefill: --max-prefill-tokens caps a prefill batch
+    assert _serving_oom(tmp_path, "forward_extend", "max_prefill_tokens=None, ") == [
+        "--max-prefill-tokens",
+        "--mem-fraction-static",
+    ]
+    assert _serving_oom(tmp_path, "forward_extend", "chunked_prefill_size=8192, ") == [
+        "--chunked-prefill-size",
+        "--mem-fraction-static",
+    ]
+    # a decode batch has no prefill cap
+    assert _serving_oom(tmp_path, "forward_decode", "chunked_prefill_size=8192, ") == [
+        "--mem-fraction-static"
+    ]
+
+
+@pytest.mark.parametrize(("host", "flags"), [("", ["--host"]), ("127.0.0.1", [])])
+def test_a_warmup_error_line_names_host_when_its_traceback_has_no_host_to_reach(
+    tmp_path: Path, host: str, flags: list[str]
+):
+    # 0.5 http_server.py _wait_and_warmup logs "Initialization failed. warmup error: {tb}"
+    log = tmp_path / "warmup.log"
+    log.write_text(
+        f"[2026-01-01 10:00:00] INFO:     Uvicorn running on http://{host}:30000\n"
+        "[2026-01-01 10:02:00] Initialization failed. warmup error: Traceback (most recent call last):\n"
+        f'  File "{SITE}/sglang/srt/entrypoints/http_server.py", line 2373, in _execute_server_warmup\n'
+        "    res = requests.get(\n"
+        f'  File "{SITE}/requests/models.py", line 439, in prepare_url\n'
+        "    raise InvalidURL(f\"Invalid URL {url!r}: No host supplied\")\n"
+        f"requests.exceptions.InvalidURL: Invalid URL 'http://{host}:30000/model_info': No host supplied\n"
+    )
+    root = analyze([str(log)], Options()).incidents[0]
+    assert (root.rule, root.offending_flags) == ("warmup-failure", flags)

@@ -9,7 +9,13 @@ import pytest
 
 from analyzer.core.model import Frame, Line, Traceback
 from analyzer.pipeline import analyze
-from analyzer.rulebook.features import features, frame_flags, phrase_flags, traceback_flags
+from analyzer.rulebook.features import (
+    feature_phase,
+    features,
+    frame_flags,
+    phrase_flags,
+    traceback_flags,
+)
 from analyzer.sglang.catalog import all_catalogs, load_catalog
 from analyzer.sglang.error_catalog import load_error_catalog, shipped_error_versions
 from analyzer.sglang.flag_history import shipped_history
@@ -138,3 +144,89 @@ def test_a_request_too_long_for_the_context_names_context_length(tmp_path: Path)
     (finding,) = analyze([str(log)]).incidents
     assert (finding.rule_class, finding.severity) == ("client_error", "info")
     assert finding.offending_flags == ["--context-length"]
+
+
+TORCH = "/usr/lib/python3/dist-packages/torch/"
+
+
+def _with_torch(*frames: tuple[str, str]) -> Traceback:
+    """Frames of SGLang (relative to srt/) and of torch (`torch:` + path under torch/)."""
+    line = Line("x.log", 1, "RuntimeError: boom", "RuntimeError: boom")
+    built = tuple(
+        Frame(TORCH + file[6:] if file.startswith("torch:") else PACKAGE + file, 10, function, "")
+        for file, function in frames
+    )
+    return Traceback((line,), built, "RuntimeError", "boom")
+
+
+def test_torch_compile_is_proven_only_by_sglangs_own_compile_of_the_model():
+    # the graph runner calls patch_model's torch.compile(model.forward) directly
+    compiled = _with_torch(
+        ("model_executor/cuda_graph_runner.py", "run_once"),
+        ("torch:_dynamo/eval_frame.py", "_fn"),
+        ("models/deepseek_v2.py", "forward"),
+    )
+    assert frame_flags(compiled) == ["--enable-torch-compile"]
+    assert feature_phase(compiled)[0] == "cuda-graph-capture"
+    # 0.5.23's decode runner, cut inside dynamo (no model frame shown)
+    newer = _with_torch(
+        ("model_executor/runner/decode_cuda_graph_runner.py", "capture_one_shape"),
+        ("torch:_dynamo/convert_frame.py", "__call__"),
+    )
+    assert frame_flags(newer) == ["--enable-torch-compile"]
+    # an @torch.compile helper inside the model's forward, even while capturing
+    helper = _with_torch(
+        ("model_executor/cuda_graph_runner.py", "run_once"),
+        ("models/llama.py", "forward"),
+        ("layers/rotary_embedding.py", "forward_native"),
+        ("torch:_dynamo/eval_frame.py", "_fn"),
+    )
+    assert frame_flags(helper) == [] and feature_phase(helper) is None
+    # a compiled helper the runner calls itself, not the model
+    own_helper = _with_torch(
+        ("model_executor/cuda_graph_runner.py", "capture_one_batch_size"),
+        ("torch:_dynamo/eval_frame.py", "_fn"),
+        ("managers/overlap_utils.py", "resolve_future_token_ids"),
+    )
+    assert frame_flags(own_helper) == []
+    # the piecewise runner compiles for --enable-piecewise-cuda-graph
+    piecewise = _with_torch(
+        ("model_executor/piecewise_cuda_graph_runner.py", "capture_one_batch_size"),
+        ("torch:_dynamo/eval_frame.py", "_fn"),
+    )
+    assert frame_flags(piecewise) == []
+    # 0.3-era: _to_torch switched vLLM's custom ops to their native forward
+    line = Line("x.log", 1, "NotImplementedError", "NotImplementedError")
+    native = Traceback(
+        (line,),
+        (
+            Frame("/x/vllm/model_executor/custom_op.py", 14, "forward", ""),
+            Frame("/x/vllm/model_executor/custom_op.py", 23, "forward_native", ""),
+        ),
+        "NotImplementedError",
+        "",
+    )
+    assert frame_flags(native) == ["--enable-torch-compile"]
+    assert feature_phase(native)[0] == "cuda-graph-capture"
+
+
+def test_a_cut_traceback_caused_in_the_compiled_model_is_a_capture_failure(tmp_path: Path):
+    log = tmp_path / "cut.log"
+    log.write_text(
+        "Traceback (most recent call last):\n"
+        f'  File "{PACKAGE}model_executor/cuda_graph_runner.py", line 300, in run_once\n'
+        "    logits_output = forward(input_ids, forward_batch.positions, forward_batch)\n"
+        f'  File "{TORCH}_dynamo/eval_frame.py", line 465, in _fn\n'
+        "    return fn(*args, **kwargs)\n"
+        "torch._dynamo.exc.Unsupported: call_function UserDefinedObjectVariable\n"
+        "\n"
+        "During handling of the above exception, another exception occurred:\n"
+        "\n"
+        "Traceback (most recent call last):\n"
+        f'  File "{PACKAGE}managers/scheduler.py", line 1800, in run_scheduler_process\n'
+        "    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, dp_rank)\n"
+        f'  File "{PACKAGE}managers/sched\n'
+    )
+    root = analyze([str(log)]).incidents[0]
+    assert root.rule_class == "cuda_graph_capture"
+    assert root.offending_flags == ["--enable-torch-compile"]

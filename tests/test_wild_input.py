@@ -44,6 +44,11 @@ PREFIXES = {
     ),
     "python-asctime": lambda n, line: f"2026-01-05 10:00:{n % 60:02d},{n % 1000:03d} {line}",
     "indented": lambda n, line: f"    {line}",
+    # rich's RichHandler: the time only when it changes, the level padded to 8, the message
+    # padded to the console width (a longer one runs into the path column), the path column
+    "rich": lambda n, line: (
+        f"{'[01/05/26 10:00:00]' if n == 1 else ' ' * 19} INFO     {line:<150} launcher.py:161"
+    ),
 }
 
 
@@ -107,6 +112,45 @@ def test_layered_prefixes_are_all_peeled_even_with_blank_quoted_lines(tmp_path):
     root = _root(_write(tmp_path, "quoted_ci.log", wrapped))
     assert root is not None and root.rule_class == expected
     assert detect_prefixes(["> 1:a", "> 2:b", "> 3:c"]).prefix_length("> 2:b") == len("> 2:")
+
+
+def test_a_launchers_rich_log_of_its_workers_output_is_read_as_the_workers_log(tmp_path):
+    # a launcher relays each worker's line through rich's RichHandler with its own tag, then
+    # logs its own verdict: the worker's AssertionError ends where the launcher's line starts
+    worker = [
+        "Traceback (most recent call last):",
+        '  File "/x/sglang/srt/entrypoints/engine.py", line 1034, in _launch_subprocesses',
+        "    server_args.check_server_args()",
+        '  File "/x/sglang/srt/server_args.py", line 5163, in check_server_args',
+        "    assert self.moe_dense_tp_size in {",
+        "AssertionError: moe_dense_tp_size only support 1 and None currently",
+    ]
+    relayed = [
+        f"{'[03/19/26 14:02:51]' if n == 0 else ' ' * 19} INFO     [agg_worker_0] 0: "
+        f"{line:<90} launcher.py:161"
+        for n, line in enumerate(worker)
+    ]
+    lines = [
+        *relayed,
+        f"[03/19/26 14:02:53] ERROR    agg_worker_0 exited with code 1{' ' * 70} launcher.py:188",
+    ]
+    prefixes = detect_prefixes(lines)
+    assert prefixes.names == ["rich", "worker-tag", "rank-label"]
+    assert prefixes.columns == ("launcher.py:161", "launcher.py:188")
+    root = _root(_write(tmp_path, "launcher.log", lines))
+    assert root is not None and root.rule_class == "config_validation"
+    assert root.offending_flags == ["--moe-dense-tp-size"]
+    assert "exited with code" not in root.explanation  # the launcher's line is not the message
+    decisive = next(ln for ln in root.evidence if ln.number == root.line)
+    assert decisive.text[root.span[0] : root.span[1]].startswith("AssertionError: moe_dense")
+
+
+def test_a_message_that_fills_rich_s_column_still_loses_the_column():
+    prefixes = detect_prefixes(
+        [f"[01/05/26 10:00:00] INFO     line {n:<40} server.py:12" for n in range(3)]
+    )
+    start, end, layers = prefixes.body_span(f"{' ' * 19} INFO     {'x' * 44}server.py:12")
+    assert (end - start, layers) == (44, 1)
 
 
 def test_crlf_and_a_markdown_fence_change_nothing(tmp_path):

@@ -27,6 +27,8 @@ class Line:
     `text` is the whole line as the user saw it (minus colour codes);
     `body` is what follows the `[time DPn TPn]` / Ray-actor prefix.
     `ref` points into a transcript (message/part id) when the line came from one.
+    `wrappers`: how many layers of the user's tools' prefixes the line carried (a launcher's
+    own line among the worker output it relays carries fewer).
     """
 
     source: str
@@ -37,6 +39,7 @@ class Line:
     ranks: tuple[tuple[str, int], ...] = ()
     actor: str | None = None
     ref: str | None = None
+    wrappers: int = 0
 
     @property
     def rank_label(self) -> str | None:

@@ -73,7 +73,7 @@ class _Feeder:
     def __init__(self, scanner: Scanner, source: str, prefixes: LinePrefixes) -> None:
         self.scanner = scanner
         self.source = source
-        self.strip = prefixes.prefix_length if prefixes is not NO_PREFIXES else None
+        self.strip = prefixes.body_span if prefixes is not NO_PREFIXES else None
         self.fed_through = 0
         self.recent: deque[tuple[int, bytes]] = deque(maxlen=max(CONTEXT_LINES, TAIL_LINES))
 

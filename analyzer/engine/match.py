@@ -16,6 +16,7 @@ from analyzer.rulebook import logic as rulelogic
 from analyzer.rulebook.vocabulary import Rule
 
 PATTERN_TIMEOUT = 1.0
+SGLANG_FILES = "sglang/"
 
 
 def match_rules(rules: list[Rule], log: ScannedLog) -> tuple[list[Match], list[str]]:
@@ -94,6 +95,11 @@ def _traceback_search(rule: Rule, traceback: Traceback):
         rule.frame.search(f"{f.file} {f.function}", timeout=PATTERN_TIMEOUT) for f in frames
     ):
         return None
+    if rule.innermost:
+        own = [f for f in frames if SGLANG_FILES in f.file.replace("\\", "/")]
+        where = f"{own[-1].file} {own[-1].function}" if own else None
+        if where is None or not rule.innermost.search(where, timeout=PATTERN_TIMEOUT):
+            return None
     if rule.code:
         last = traceback.last_frame
         if last is None or not rule.code.search(last.code, timeout=PATTERN_TIMEOUT):
@@ -147,7 +153,9 @@ def _match(rule, line, found, evidence, ranks, traceback=None) -> Match:
         text = found.group(highlight)
         start = line.body.find(text) if text else -1
         end = start + len(text)
-    offset = len(line.text) - len(line.body)
+    # the body ends the text, unless a tool's column follows it (rich's `file.py:N`)
+    ends = line.text.endswith(line.body)
+    offset = len(line.text) - len(line.body) if ends else line.text.find(line.body)
     span = (start + offset, end + offset) if start >= 0 else None
     return Match(rule.id, line, span, groups, evidence, ranks, traceback)
 

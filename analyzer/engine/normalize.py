@@ -39,6 +39,9 @@ class PrefixForm:
     numbered: bool = False
     # unmistakable on any line (an issue comment quoting a few lines among its prose)
     anywhere: bool = False
+    # a column the tool writes after the message, at the line's end, on the lines that carry
+    # the prefix (`path`: its text, learnt to find it where the message filled its column)
+    suffix: regex.Pattern | None = None
 
 
 FORMS = (
@@ -69,6 +72,21 @@ FORMS = (
     PrefixForm("grep-number", regex.compile(r"(?P<number>\d+)(?::|-(?!\d))"), numbered=True),
     PrefixForm("grep-file", regex.compile(r"[^\s:]+\.(?:log|txt|out|err):")),
     PrefixForm("rank-label", regex.compile(r"\d{1,4}: ")),  # srun --label, pdsh
+    # a launcher's tag for the worker whose output it relays (`[agg_worker_0] `): a name
+    # alone in brackets (SGLang's own `[time TPn]` has a space, torchrun's `[rank0]:` a colon)
+    PrefixForm("worker-tag", regex.compile(r"\[[A-Za-z_][\w.-]*\] ")),
+    # rich's RichHandler (a launcher logging its workers' output through it): rich/logging.py
+    # RichHandler.get_level_text pads the level to 8, rich/_log_render.py LogRender lays out
+    # a `[%x %X]` time column (spaces when the time repeats), the level, the message, and
+    # the logging call's `file.py:N` in a column of its own at the right (grid padding 1)
+    PrefixForm(
+        "rich",
+        regex.compile(
+            r"(?:\[[^\]\n]{4,40}\] | {4,41})?(?:DEBUG {4}|INFO {5}|WARNING {2}|ERROR {4}|CRITICAL )"
+        ),
+        # two spaces at least where it is learnt; a message that fills its column runs into it
+        suffix=regex.compile(r"(?<=\S) {2,}(?P<path>[\w.-]+\.py:\d+) *$"),
+    ),
     # pytest (a CI job testing a server): the exception as `E   Type: message` under the
     # failing code, and the short summary's `FAILED path::test - Type: message`
     PrefixForm("pytest", regex.compile(r"(?:E {3}|(?:FAILED|ERROR) \S+::\S+ - )"), anywhere=True),
@@ -135,30 +153,49 @@ def _parts(shape: str) -> list[str]:
 
 @dataclass(frozen=True)
 class LinePrefixes:
-    """The prefix forms of one input, outermost first, and whether fences are noise."""
+    """The prefix forms of one input, outermost first, and whether fences are noise.
+
+    `columns`: the right-hand column texts a suffix form showed in the sample, to find
+    them also where the message ran into them with no space between."""
 
     forms: tuple[PrefixForm, ...] = ()
     fenced: bool = False
+    columns: tuple[str, ...] = ()
 
     @property
     def names(self) -> list[str]:
         return [f.name for f in self.forms] + (["markdown-fence"] if self.fenced else [])
 
     def prefix_length(self, text: str) -> int:
-        """How many leading characters of a line the user's tools added (all of a fence
-        or a grep `--` separator: they carry nothing of the log)."""
-        at = 0
+        return self.body_span(text)[0]
+
+    def body_span(self, text: str) -> tuple[int, int, int]:
+        """Where SGLang's text lies in a line: after what the user's tools added in front
+        (all of a fence or a grep `--` separator: they carry nothing of the log), and
+        before a column one of them added at the end; and how many layers it carried."""
+        at, end, layers = 0, len(text), 0
         for form in self.forms:
             # on the rest of the line (a `^` in a form does not match at a `pos` past 0)
             found = form.pattern.match(text[at:] if at else text)
             if found:
                 at += found.end()
+                layers += 1
+                if form.suffix is not None:
+                    end = min(end, self._column_start(text, at, form.suffix))
         rest = text[at:]
         if (self.fenced and FENCE.match(rest)) or (
             rest == GREP_SEPARATOR and any(f.numbered for f in self.forms)
         ):
-            return len(text)
-        return at
+            return len(text), len(text), layers
+        return at, max(at, end), layers
+
+    def _column_start(self, text: str, at: int, suffix: regex.Pattern) -> int:
+        kept = text.rstrip()
+        for column in self.columns:  # longest first
+            if kept.endswith(column) and len(kept) - len(column) > at:
+                return len(kept[: len(kept) - len(column)].rstrip())
+        found = suffix.search(text, at)
+        return found.start() if found else len(text)
 
 
 NO_PREFIXES = LinePrefixes()
@@ -169,16 +206,19 @@ def detect_prefixes(lines: Iterable[str]) -> LinePrefixes:
     sample = [ln for ln in _first(lines, SAMPLE_LINES) if ln.strip()]
     fenced = any(FENCE.match(ln) for ln in sample)
     forms: list[PrefixForm] = []
+    columns: set[str] = set()
     current = sample
     for _ in range(MAX_LAYERS):
         form = _consistent_form(current) or _checked(learned_form(current), current)
         if form is None:
             break
         forms.append(form)
+        if form.suffix is not None:
+            columns |= _columns(current, form)
         current = [_strip(ln, form) for ln in current]
     if not forms and not fenced:
         return NO_PREFIXES
-    return LinePrefixes(tuple(forms), fenced)
+    return LinePrefixes(tuple(forms), fenced, tuple(sorted(columns, key=lambda c: (-len(c), c))))
 
 
 def _first(lines: Iterable[str], count: int) -> list[str]:
@@ -192,7 +232,22 @@ def _first(lines: Iterable[str], count: int) -> list[str]:
 
 def _strip(line: str, form: PrefixForm) -> str:
     found = form.pattern.match(line)
-    return line[found.end() :] if found else line
+    if not found:
+        return line
+    column = form.suffix.search(line, found.end()) if form.suffix is not None else None
+    return line[found.end() : column.start() if column else len(line)]
+
+
+def _columns(lines: list[str], form: PrefixForm) -> set[str]:
+    """The texts of a suffix form's column on the lines that carry its prefix."""
+    assert form.suffix is not None
+    found = set()
+    for line in lines:
+        prefix = form.pattern.match(line)
+        column = form.suffix.search(line, prefix.end()) if prefix else None
+        if column:
+            found.add(column["path"])
+    return found
 
 
 def _consistent_form(

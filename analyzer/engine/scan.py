@@ -214,6 +214,8 @@ class _TracebackBuilder:
             body.strip()
             and not line.timestamp
             and not line.ranks
+            # a launcher's own line among the output it relays carries fewer prefix layers
+            and line.wrappers == self.lines[-1].wrappers
             and self.message_lines < MAX_MESSAGE_LINES
             and not body.startswith(("Traceback", *CHAIN_MARKERS))
             and not LOGGER_RECORD.match(body)
@@ -454,7 +456,7 @@ def scan_lines(summary: InputSummary, lines: Iterable[str], triggers: Sequence[s
     head = list(islice(stream, SAMPLE_LINES))
     prefixes = detect_prefixes(visible_lines(head))
     note_prefixes(summary, prefixes)
-    strip = prefixes.prefix_length if prefixes is not NO_PREFIXES else None
+    strip = prefixes.body_span if prefixes is not NO_PREFIXES else None
     for number, raw in enumerate(chain(head, stream), start=1):
         scanner.feed(split_prefix(summary.path, number, raw, strip))
     return scanner.finish()

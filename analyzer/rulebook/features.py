@@ -19,8 +19,11 @@ from analyzer.core.model import Frame, Traceback
 from analyzer.core.toml_data import shipped_toml
 
 FEATURES_PACKAGE, FEATURES_FILE = "analyzer.catalogs", "features.toml"
-KNOWN_KEYS = {"flags", "phrases", "frames", "inside", "when_set", "source"}
+KNOWN_KEYS = {
+    "flags", "phrases", "frames", "inside", "caller", "calls", "phase", "when_set", "source",
+}  # fmt: skip
 BACKSLASH = "\\"  # Windows paths in a pasted traceback
+SGLANG_CODE = "sglang/srt/"
 
 
 @dataclass(frozen=True)
@@ -33,16 +36,39 @@ class Feature:
     inside: tuple[str, ...] = ()
     source: str = ""
     when_set: bool = False  # its frames blame its flags only when the command sets them
+    caller: tuple[str, ...] = ()  # the nearest SGLang frame above its frame holds one of these
+    calls: tuple[str, ...] = ()  # the nearest SGLang frame below it, if shown, holds one
+    phase: str | None = None  # the frame phase (frame_phases.toml) its code only runs in
 
     def ran_in(self, frames: list[Frame]) -> bool:
         """Whether a frame is this feature's code (below an `inside` frame, if any)."""
+        return self.frame_in(frames) is not None
+
+    def frame_in(self, frames: list[Frame]) -> Frame | None:
+        """The first frame of this feature's code (below an `inside` frame, if any; called
+        by a `caller` and calling a `calls` frame, if given), else None."""
         texts = [f"{f.file.replace(BACKSLASH, '/')} {f.function}" for f in frames]
         outer = 0
         if self.inside:
             outer = next((i for i, t in enumerate(texts) if _holds(t, self.inside)), -1)
             if outer < 0:
+                return None
+        for index in range(outer, len(texts)):
+            if _holds(texts[index], self.frames) and self._wrapped(texts, index):
+                return frames[index]
+        return None
+
+    def _wrapped(self, texts: list[str], index: int) -> bool:
+        """The SGLang code next to the frame at `index` is what `caller` / `calls` say."""
+        if self.caller:
+            above = next((t for t in reversed(texts[:index]) if SGLANG_CODE in t), None)
+            if above is None or not _holds(above, self.caller):
                 return False
-        return any(_holds(text, self.frames) for text in texts[outer:])
+        if self.calls:
+            below = next((t for t in texts[index + 1 :] if SGLANG_CODE in t), None)
+            if below is not None and not _holds(below, self.calls):
+                return False
+        return True
 
 
 def _holds(text: str, needles: tuple[str, ...]) -> bool:
@@ -65,6 +91,9 @@ def features() -> tuple[Feature, ...]:
                 tuple(entry.get("inside", ())),
                 entry.get("source", ""),
                 bool(entry.get("when_set", False)),
+                tuple(entry.get("caller", ())),
+                tuple(entry.get("calls", ())),
+                entry.get("phase"),
             )
         )
     return tuple(found)
@@ -109,6 +138,20 @@ def frame_flags(traceback: Traceback | None, when_set: bool = False) -> list[str
         and any(feature.ran_in(list(p.frames)) for p in parts)
         for flag in feature.flags
     )
+
+
+def feature_phase(traceback: Traceback) -> tuple[str, Frame] | None:
+    """The frame phase a traceback (or a chained cause) was in by the code of a feature that
+    only runs inside one (SGLang's torch.compile of the model only runs while capturing),
+    with the feature's frame."""
+    for feature in features():
+        if feature.phase is None:
+            continue
+        for part in (traceback, *traceback.chain):
+            frame = feature.frame_in(list(part.frames))
+            if frame is not None:
+                return feature.phase, frame
+    return None
 
 
 def traceback_flags(traceback: Traceback | None) -> list[str]:

@@ -14,8 +14,9 @@ from fnmatch import fnmatchcase
 from functools import cache
 from typing import Any
 
-from analyzer.core.model import Frame
+from analyzer.core.model import Frame, Traceback
 from analyzer.core.toml_data import TomlError, shipped_toml
+from analyzer.rulebook.features import feature_phase
 from analyzer.rulebook.raise_site_rules import PHASE_RULE_PREFIX, glob_path, string_list
 from analyzer.rulebook.vocabulary import RuleError
 from analyzer.sglang.releases import package_path
@@ -162,6 +163,20 @@ def log_phase_of(markers: list[tuple[int, str]], line: int) -> LogPhaseFound | N
     number, name = before[-1]
     phase = next((p for p in frame_phases() if name in p.log), None)
     return LogPhaseFound(phase, name, number) if phase is not None else None
+
+
+def feature_phase_of(traceback: Traceback, whole: bool = False) -> PhaseFound | None:
+    """The phase a traceback was in by a feature's code that only runs inside one (SGLang's
+    torch.compile of the model runs only while the graph runner captures: catalogs/features.toml
+    `phase`), in any chained part: for a traceback whose SGLang frames were cut away.
+    `whole`: only a phase that classes a complete traceback."""
+    found = feature_phase(traceback)
+    if found is None:
+        return None
+    phase = next((p for p in frame_phases() if p.id == found[0]), None)
+    if phase is None or (whole and not phase.whole):
+        return None
+    return PhaseFound(phase, found[1])
 
 
 def _phase(data: dict[str, Any]) -> FramePhase:

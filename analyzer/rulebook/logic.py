@@ -122,15 +122,51 @@ def memory_phase(match: Match, log: ScannedLog) -> dict[str, str] | None:
     # features whose code ran out of memory (--page-size's allocator, --cpu-offload-gb's
     # pinned copy: analyzer/catalogs/features.toml)
     features = frame_flags(match.traceback)
+    caps = _prefill_caps(log) if phase == "serving" and not others and _in_prefill(match) else []
     return {
         "phase": phase,
         "phase_text": PHASE_TEXT[phase],
         "advice_phase": advice_phase,
         "other_processes": "yes" * others,
         "extra_flags": " ".join(features),
-        # the flags linked: the features whose code ran out, then the phase's own setting
-        "memory_flags": " ".join([*features, _phase_setting(phase, others)]),
+        "prefill_caps": " or ".join(caps),
+        # the flags linked: the features whose code ran out, the prefill batch's caps when a
+        # prefill ran out, then the phase's own setting
+        "memory_flags": " ".join([*features, *caps, _phase_setting(phase, others)]),
     }
+
+
+# the forward of a prefill batch: model_runner.forward_extend (0.2-0.5.13),
+# runner/eager_runner.py _execute_extend(_cp, _cp_v2) (0.5.19+), tp_worker.forward_prefill_batch
+# (0.2), router/model_rpc.forward_fill_batch (0.1)
+PREFILL_FORWARDS = (
+    "forward_extend", "_execute_extend", "_execute_extend_cp", "_execute_extend_cp_v2",
+    "forward_prefill_batch", "forward_fill_batch",
+)  # fmt: skip
+
+
+def _in_prefill(match: Match) -> bool:
+    """The allocation that failed was a prefill batch's forward (not a speculative verify,
+    which runs as an extend too)."""
+    frames = match.traceback.frames if match.traceback is not None else ()
+    paths = [f.file.replace("\\", "/") for f in frames]
+    return any(f.function in PREFILL_FORWARDS for f in frames) and not any(
+        "/speculative/" in path for path in paths
+    )
+
+
+def _prefill_caps(log: ScannedLog) -> list[str]:
+    """The settings that cap a prefill batch's tokens, so its activation memory: the
+    scheduler's PrefillAdder takes new tokens up to --max-prefill-tokens, and per chunk up to
+    --chunked-prefill-size when chunked prefill is on (0.2 has no chunking). The record
+    tells which is in force; without it, both."""
+    record = log.server_args
+    if record is None:
+        return ["--chunked-prefill-size", "--max-prefill-tokens"]
+    chunked = record.get("chunked_prefill_size")
+    if isinstance(chunked, int) and chunked > 0:
+        return ["--chunked-prefill-size"]
+    return ["--max-prefill-tokens"]
 
 
 def _phase_setting(phase: str, others: bool) -> str:
@@ -252,8 +288,53 @@ def warmup_hint(match: Match, log: ScannedLog) -> dict[str, str] | None:
     a proxy will not bypass."""
     found = proxy_hint(match, log) or {}
     host = match.groups.get("host")
+    if host is None:  # `Initialization failed. warmup error: Traceback ...`: its traceback's
+        host = _warmup_host(match, log)
     found["host_flag"] = "--host" if host is not None and host in UNROUTED_HOSTS else ""
     return found
+
+
+# the warmup's request URL (http_server.py _execute_server_warmup: server_args.url() +
+# "/model_info", older "/get_model_info") as requests and urllib3 quote it in their errors
+WARMUP_URL = LazyPattern(r"https?://(?P<host>[^/\s:'\"]*|\[[^\]]*\]):\d+/(?:get_)?model_info\b")
+
+
+def _warmup_host(match: Match, log: ScannedLog) -> str | None:
+    """The host of the warmup URL in the exception of the traceback the match's line opens."""
+    line = match.line
+    for traceback in log.tracebacks:
+        if (traceback.first.source, traceback.first.number) == (line.source, line.number):
+            found = WARMUP_URL.search(traceback.exception_message)
+            return found["host"] if found else None
+    return None
+
+
+# the modules programs embedding SGLang call into (sgl.Engine, its launcher): the shipped
+# flag catalogs keep their functions' names per release (catalog_build.source_lines)
+ENTRY_POINT_FILES = ("launch_server.py", "srt/entrypoints/engine.py", "srt/entrypoints/http_server.py")
+
+
+def sglang_call(match: Match, log: ScannedLog) -> dict[str, str] | None:
+    """A call's arguments refused (`f() missing 2 required positional arguments ...`) where f
+    is a function of SGLang's entry points in a shipped release and the call is not SGLang's
+    own code: the caller was written for another release's signature."""
+    function = match.groups.get("function", "")
+    if not function or function.startswith("__"):
+        return None
+    frames = match.traceback.frames if match.traceback is not None else ()
+    if frames and "/sglang/" in frames[-1].file.replace("\\", "/"):
+        return None  # SGLang calling itself: its own bug, not a version pairing
+    from analyzer.sglang.catalog import all_catalogs
+
+    releases = [
+        c.version
+        for c in all_catalogs()
+        if any(function in c.source_lines.get(f, {}) for f in ENTRY_POINT_FILES)
+    ]
+    if not releases:
+        return None
+    caller = frames[-1].file if frames else ""
+    return {"releases": ", ".join(r for r in releases if r), "caller": caller}
 
 
 def model_load_flags(match: Match, log: ScannedLog) -> dict[str, str] | None:
@@ -407,6 +488,7 @@ LOGIC: dict[str, Callable[[Match, ScannedLog], dict[str, str] | None]] = {
     "proxy_hint": proxy_hint,
     "warmup_hint": warmup_hint,
     "raising_frame": raising_frame,
+    "sglang_call": sglang_call,
     "masked_import": masked_import,
     "two_flags": two_flags,
     "hidden_dims": hidden_dims,

@@ -8,6 +8,8 @@ One file per rule. The vocabulary (documented in rules/README.md):
     patterns                         `regex` patterns with named groups (any may match);
                                      group `hl`, if present, is the span highlighted
     frame, code                      traceback scope: a frame's file/function, the failing line
+    innermost                        traceback scope: the innermost SGLang frame's file/function
+                                     (where the failure happened; `frame` then names a caller)
     frameless                        traceback scope, with frame/code: how an exception pasted
                                      without frames is judged: `true` (by `patterns`) or a list
                                      of patterns whose message alone places it
@@ -45,7 +47,7 @@ REQUIREMENTS = (
 )  # fmt: skip
 KNOWN_KEYS = {
     "id", "class", "title", "severity", "scope", "triggers", "patterns", "frame", "frameless", "code",
-    "requires", "flags", "flags_group", "logic", "fix", "priority", "alone", "generic",
+    "innermost", "requires", "flags", "flags_group", "logic", "fix", "priority", "alone", "generic",
     "explanation", "advice", "doc", "cases",
 }  # fmt: skip
 
@@ -97,6 +99,7 @@ class Rule:
     patterns: tuple[LazyPattern, ...] = ()
     frame: LazyPattern | None = None
     code: LazyPattern | None = None
+    innermost: LazyPattern | None = None
     frameless: tuple[LazyPattern, ...] = ()
     requires: tuple[str, ...] = ()
     flags: tuple[str, ...] = ()
@@ -203,6 +206,8 @@ def _build(data: dict[str, Any], path: str) -> Rule:
     frameless = _frameless(data, patterns)
     if frameless and not (scope == "traceback" and (data.get("frame") or data.get("code"))):
         raise ValueError("frameless belongs to a traceback rule with a frame or code")
+    if data.get("innermost") and scope != "traceback":
+        raise ValueError("innermost belongs to a traceback rule")
     doc = data["doc"]
     rule = Rule(
         id=_string(data, "id"),
@@ -218,6 +223,7 @@ def _build(data: dict[str, Any], path: str) -> Rule:
         patterns=patterns,
         frame=_optional_pattern(data, "frame"),
         code=_optional_pattern(data, "code"),
+        innermost=_optional_pattern(data, "innermost"),
         frameless=frameless,
         requires=_strings(data, "requires"),
         flags=_strings(data, "flags"),
@@ -289,7 +295,7 @@ def _optional_pattern(data: dict[str, Any], key: str) -> LazyPattern | None:
 
 def compile_patterns(rule: Rule) -> None:
     """Compile every pattern of a rule now (raises regex.error for a bad one)."""
-    for pattern in (*rule.patterns, *rule.frameless, rule.frame, rule.code):
+    for pattern in (*rule.patterns, *rule.frameless, rule.frame, rule.code, rule.innermost):
         if pattern is not None:
             _ = pattern.compiled
 

@@ -43,18 +43,20 @@ PIP_SHOW_VERSION = LazyPattern(r"^Version: (?P<version>\d+\.\d+\.\d+(?:\.post\d+
 
 
 def split_prefix(
-    source: str, number: int, raw: str, user_prefix: Callable[[str], int] | None = None
+    source: str, number: int, raw: str, user_span: Callable[[str], tuple[int, int, int]] | None = None
 ) -> Line:
     """Build a Line: strip colour codes, then split off SGLang's and Ray's prefixes.
 
-    `user_prefix` says how much of the line a user's tool put in front of SGLang's own
-    text (docker compose, grep -n; analyzer/engine/normalize.py): `text` keeps it, `body`
-    starts after it.
+    `user_span` says where SGLang's own text lies between what a user's tool put in front
+    of it (docker compose, grep -n) and after it (rich's path column;
+    analyzer/engine/normalize.py), and how many layers of them it carried: `text` keeps
+    them, `body` is what lies between.
     """
     text = ANSI.sub("", raw) if "\x1b" in raw else raw
-    body, actor, timestamp, ranks = text, None, None, ()
-    if user_prefix is not None:
-        body = text[user_prefix(text) :]
+    body, actor, timestamp, ranks, wrappers = text, None, None, (), 0
+    if user_span is not None:
+        start, end, wrappers = user_span(text)
+        body = text[start:end]
     ray = RAY_PREFIX.match(body)
     if ray:
         actor = f"{ray['actor'] or 'pid'} pid={ray['pid']}"
@@ -68,7 +70,7 @@ def split_prefix(
             timestamp = prefix["ts"]
             ranks = tuple((k, int(v)) for k, v in RANK.findall(prefix["ranks"]))
             body = body[prefix.end() :]
-    return Line(source, number, text, body, timestamp, ranks, actor)
+    return Line(source, number, text, body, timestamp, ranks, actor, wrappers=wrappers)
 
 
 def _parse_python(text: str) -> ast.expr:

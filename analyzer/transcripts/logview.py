@@ -26,7 +26,7 @@ def scan_view(view: LogView, source: str, triggers: Sequence[str]) -> ScannedLog
     """A ScannedLog of one view; its lines keep their transcript numbers and ref."""
     scanner = Scanner(InputSummary(source, kind="transcript_view"), triggers)
     prefixes = detect_prefixes(visible_lines([text for _, text in view.lines[:SAMPLE_LINES]]))
-    strip = prefixes.prefix_length if prefixes is not NO_PREFIXES else None
+    strip = prefixes.body_span if prefixes is not NO_PREFIXES else None
     for number, text in view.lines:
         line = split_prefix(source, number, text, strip)
         scanner.feed(dataclasses.replace(line, ref=view.ref))
@@ -40,7 +40,7 @@ def scan_view(view: LogView, source: str, triggers: Sequence[str]) -> ScannedLog
 
 
 def _recover_cut_usage(
-    log: ScannedLog, view: LogView, source: str, strip: Callable[[str], int] | None
+    log: ScannedLog, view: LogView, source: str, strip: Callable[[str], tuple[int, int, int]] | None
 ) -> None:
     """The usage dump whose `usage:` line the view cut off (only SGLang's parser), in place
     of the dump of its error line alone."""
