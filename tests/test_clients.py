@@ -250,3 +250,33 @@ def test_a_4xx_status_curl_printed_is_an_answer_not_a_death(tmp_path):
     )
     assert [(i.rule_class, i.severity) for i in report.incidents] == [("client_error", "info")]
     assert report.attempts[0].outcome == "ready"
+
+
+def test_a_frontend_program_failing_on_an_answer_is_the_clients(tmp_path):
+    frontend = [
+        "Traceback (most recent call last):",
+        '  File "/work/gen.py", line 12, in worker',
+        "    state = pipeline.run(topic=t)",
+        '  File "/usr/lib/python3/dist-packages/sglang/lang/backend/runtime_endpoint.py", line 320, in _assert_success',
+        "    content = res.json()",
+        '  File "/usr/lib/python3/dist-packages/requests/models.py", line 978, in json',
+        "    raise RequestsJSONDecodeError(e.msg, e.doc, e.pos)",
+        "requests.exceptions.JSONDecodeError: Expecting value: line 1 column 1 (char 0)",
+    ]
+    [client] = _clients(_log(tmp_path, [READY, SERVING, *frontend]))
+    assert "sglang frontend program" in client.title
+    # the server's own code in the traceback makes it the server's, frontend frames or not
+    served = [*frontend[:4], '  File "/usr/lib/python3/dist-packages/sglang/srt/managers/scheduler.py", line 9, in f', *frontend[4:]]
+    assert _clients(_log(tmp_path, served)) == []
+    # `import sglang` fails inside the frontend's modules: an install problem, no client's
+    missing = [
+        "Traceback (most recent call last):",
+        '  File "/usr/lib/python3/dist-packages/sglang/__init__.py", line 5, in <module>',
+        "    from sglang.lang.api import (",
+        '  File "/usr/lib/python3/dist-packages/sglang/lang/api.py", line 7, in <module>',
+        "    from sglang.lang.backend.base_backend import BaseBackend",
+        '  File "/usr/lib/python3/dist-packages/sglang/utils.py", line 24, in <module>',
+        "    import pybase64",
+        "ModuleNotFoundError: No module named 'pybase64'",
+    ]
+    assert _clients(_log(tmp_path, missing)) == []

@@ -215,6 +215,22 @@ def test_known_entry_matches_its_message() -> None:
     assert catalog.match("sglang.srt.x.ValueError", "  " + STANDALONE_DP + "  ") == [site]
 
 
+def test_a_bare_module_name_is_the_raising_modules_own() -> None:
+    # server_args.__getattr__: `module {__name__!r} has no attribute {name!r}` speaks of
+    # sglang.srt.server_args only, not of any module's missing attribute
+    body = ast.parse('f"module {__name__!r} has no attribute {name!r}"', mode="eval").body
+    template = template_of(body, {}, module="sglang.srt.server_args")
+    assert re.fullmatch(template.pattern, "module 'sglang.srt.server_args' has no attribute 'x'")
+    assert not re.fullmatch(template.pattern, "module 'torch' has no attribute 'x'")
+    catalog = load_error_catalog("0.5.23")
+    other = "module 'sglang.srt.layers.quantization.deep_gemm_wrapper' has no attribute 'get_x'"
+    assert catalog.match("AttributeError", other) == []
+    (site,) = catalog.match(
+        "AttributeError", "module 'sglang.srt.server_args' has no attribute 'FooParser'"
+    )
+    assert site.function == "__getattr__"
+
+
 def test_a_message_that_moved_is_matched_in_both_releases() -> None:
     old = load_error_catalog("0.5.6.post2").match("AssertionError", EP_TP)
     new = load_error_catalog("0.5.23").match("AssertionError", EP_TP)

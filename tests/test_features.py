@@ -60,6 +60,13 @@ def test_a_message_names_features_by_their_sglang_names():
     # a word start is needed: "adp attention" is no "dp attention"
     assert phrase_flags("the adp attention kernel") == []
     assert phrase_flags("") == []
+    # a hint for when the feature is on names no feature that ran
+    budget = (
+        "Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static=0.1. "
+        "If using speculative decoding, draft weights are now counted."
+    )
+    assert phrase_flags(budget) == []
+    assert phrase_flags("When you use dp attention, set --dp-size.") == []
 
 
 def _traceback(*frames: tuple[str, str]) -> Traceback:

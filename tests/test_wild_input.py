@@ -49,6 +49,7 @@ PREFIXES = {
     "rich": lambda n, line: (
         f"{'[01/05/26 10:00:00]' if n == 1 else ' ' * 19} INFO     {line:<150} launcher.py:161"
     ),
+    "pipe-logger": lambda n, line: f"2026-01-05 10:00:{n % 60:02d} | ERROR | stderr | {line}",
 }
 
 
@@ -250,6 +251,16 @@ def test_text_that_only_looks_prefixed_is_left_alone():
         ).names
         == []
     )
+    # a table of timings is no logger layout: no level, no logger name
+    assert (
+        detect_prefixes(
+            ["2026-01-01 10:00:00 | 512 | 0.93", "2026-01-01 10:00:09 | 64 | 0.41"]
+        ).names
+        == []
+    )
+    assert detect_prefixes(["2024-05-26 22:07:41 | ERROR | stderr | Traceback"]).names == [
+        "pipe-logger"
+    ]
     # grep -n numbers must go up
     assert detect_prefixes(["86:a", "87:b", "90-c"]).names == ["grep-number"]
     assert detect_prefixes(["86:a", "12:b", "40:c"]).names == []

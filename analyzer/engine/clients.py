@@ -1,7 +1,7 @@
 """A client's failure next to a healthy server: who failed, and whether it was theirs.
 
 A client is any program beside the server that is not the server: SGLang's benchmark
-(`sglang.bench_serving`, `sglang/benchmark/`), a user's script, curl, a training job on
+(`sglang.bench_serving`, `sglang/benchmark/`), a frontend-language program (`sglang/lang/`), a user's script, curl, a training job on
 other GPUs. Its failure is a `client_error` finding of severity info that names it: never a
 server incident, and never in the way of one (a server that failed too keeps the verdict).
 
@@ -33,6 +33,11 @@ CLIENT_CODE = {
     "sglang/bench_serving.py": "sglang.bench_serving",
     "sglang/benchmark/": "sglang.bench_serving",
 }
+# the frontend language's RuntimeEndpoint posts to the server over HTTP (0.1.x kept its
+# backends in sglang/backend/, later sglang/lang/backend/); `import sglang` runs through it
+# too, so only a frame running a call there (not a module being imported) is the client's
+FRONTEND_CODE = ("sglang/lang/", "sglang/backend/")
+FRONTEND = "sglang frontend program"
 LIBRARY_CODE = ("site-packages", "dist-packages", "<frozen", "/lib/python", "<string>")
 # the server answered with an error of its own: openai-python, requests, urllib, aiohttp,
 # httpx, and bench_serving's `response.reason + ": " + text`
@@ -101,6 +106,8 @@ def named_client(traceback: Traceback) -> str | None:
         for marker, client in CLIENT_CODE.items():
             if marker in frame.file:
                 return client
+        if frame.function != "<module>" and any(m in frame.file for m in FRONTEND_CODE):
+            return FRONTEND
     if not traceback.frames:
         return None
     entry = traceback.frames[0]  # a script run as `python script.py` starts at its <module>

@@ -3,7 +3,7 @@
 What users paste is rarely the log as SGLang wrote it. `docker compose logs` puts the
 service in front (`sglang-1  | `), `kubectl logs --prefix` the pod and container, journald
 the date, host and process, CI runners a timestamp, `grep -n` / `grep -H` the line number
-and file, pytest its `E   ` failure lines, an issue comment `> ` quotes and markdown fences. Each form is recognised by being
+and file, pytest its `E   ` failure lines, FastChat's `date | LEVEL | name | `, an issue comment `> ` quotes and markdown fences. Each form is recognised by being
 consistent across the input (most lines of a sample carry it), stripped from every line
 that carries it, and peeled in layers (`> ` quotes around `grep -n` output, say).
 
@@ -60,6 +60,12 @@ FORMS = (
             # a space and no zone)
             r"|\[\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)\] ?"
         ),
+    ),
+    # Python logging's pipe layout `%(asctime)s | %(levelname)s | %(name)s | `: FastChat's
+    # workers log the SGLang runtime they host this way (stdout/stderr as logger names)
+    PrefixForm(
+        "pipe-logger",
+        regex.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? \| [A-Z]+ *\| [\w.-]+ *\| ?"),
     ),
     PrefixForm("docker-compose", regex.compile(r"[A-Za-z0-9][\w.-]*\s*\| ?")),
     # torchrun prefixes the ranks' lines, never its elastic agent's: a share is enough

@@ -107,12 +107,23 @@ def _phrase_pattern() -> re.Pattern[str] | None:
     return re.compile(r"(?<![a-z0-9])(?:" + "|".join(map(re.escape, phrases)) + ")")
 
 
+# "If using speculative decoding, draft weights are now counted." (kv_cache_configurator):
+# a hint for the case the feature is on, no sign that it was
+CONDITIONAL = re.compile(r"(?:\bif|\bwhen) (?:you (?:are )?)?(?:using|use) $")
+
+
 def named_features(text: str) -> list[Feature]:
-    """The features `text` names, in the order it names them."""
+    """The features `text` names, in the order it names them (not those it names only in a
+    conditional hint)."""
     pattern = _phrase_pattern()
     if pattern is None or not text:
         return []
-    named = [m.group(0) for m in pattern.finditer(text.lower())]
+    lowered = text.lower()
+    named = [
+        m.group(0)
+        for m in pattern.finditer(lowered)
+        if not CONDITIONAL.search(lowered, max(0, m.start() - 24), m.start())
+    ]
     found = [feature for phrase in named for feature in features() if phrase in feature.phrases]
     return list(dict.fromkeys(found))
 

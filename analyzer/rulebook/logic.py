@@ -111,7 +111,9 @@ def memory_phase(match: Match, log: ScannedLog) -> dict[str, str] | None:
     if match.traceback is not None:
         text += " " + " ".join(f.function for f in match.traceback.frames)
         phase = _phase_from_frames(match) or phase
-    if "Not enough memory" in text or "Not enought memory" in text:  # 0.1.x spelled it so
+    # the KV pool's own sizing refused: 0.1.x spelled it "Not enought", 0.5.19+ words the
+    # budget check "Loaded weights leave no GPU memory for the KV cache"
+    if any(m in text for m in ("Not enough memory", "Not enought memory", "no GPU memory for the KV cache")):
         phase = "kv_cache"
     if KV_POOL_FULL.search(match.line.body):
         phase = "kv_pool"

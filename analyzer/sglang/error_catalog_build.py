@@ -388,7 +388,10 @@ class Miner:
     def _message(self, at: _Where, node: ast.expr | None = None, *extra: ast.expr) -> Template:
         if node is None:
             return Template.empty()
-        return template_of(node, at.scope.locals_src, extra=extra, numbers=self.numbers)
+        module = "sglang." + at.mod.rel.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+        return template_of(
+            node, at.scope.locals_src, extra=extra, numbers=self.numbers, module=module
+        )
 
     def _raise_site(self, at: _Where, node: ast.Raise, guards: list[tuple[ast.expr, bool]]) -> None:
         exc = node.exc

@@ -122,17 +122,21 @@ def template_of(
     locals_src: Mapping[str, ast.expr],
     extra: Sequence[ast.expr] = (),
     numbers: frozenset[str] = frozenset(),
+    module: str = "",
 ) -> Template:
     """The template of a message expression; `extra`: logging's %-format arguments;
-    `numbers`: names known to hold an int (ServerArgs int fields with a default)."""
-    parts = _parts(node, locals_src, 0)
+    `numbers`: names known to hold an int (ServerArgs int fields with a default);
+    `module`: the dotted name of the raising module, which a bare `__name__` holds."""
+    parts = _parts(node, locals_src, 0, module)
     parts = [Field(p.node, True) if _named(p, numbers) else p for p in parts]
     if extra and len(parts) == 1 and isinstance(parts[0], str):
         parts = _percent(parts[0], list(extra))
     return Template(tuple(_merge(parts)))
 
 
-def _parts(node: ast.expr, locals_src: Mapping[str, ast.expr], depth: int) -> list[Part]:
+def _parts(
+    node: ast.expr, locals_src: Mapping[str, ast.expr], depth: int, module: str = ""
+) -> list[Part]:
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return [node.value]
     if isinstance(node, ast.JoinedStr):
@@ -140,6 +144,14 @@ def _parts(node: ast.expr, locals_src: Mapping[str, ast.expr], depth: int) -> li
         for value in node.values:
             if isinstance(value, ast.Constant) and isinstance(value.value, str):
                 out.append(value.value)
+            elif (
+                module
+                and isinstance(value, ast.FormattedValue)
+                and isinstance(value.value, ast.Name)
+                and value.value.id == "__name__"
+            ):
+                # `module {__name__!r} has no attribute ...` names this module, not any
+                out.append(repr(module) if value.conversion == ord("r") else module)
             elif isinstance(value, ast.FormattedValue):
                 spec = "".join(
                     v.value
@@ -150,7 +162,8 @@ def _parts(node: ast.expr, locals_src: Mapping[str, ast.expr], depth: int) -> li
                 out.append(Field(value.value, numeric or _numeric(value.value)))
         return out
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left, right = _parts(node.left, locals_src, depth), _parts(node.right, locals_src, depth)
+        left = _parts(node.left, locals_src, depth, module)
+        right = _parts(node.right, locals_src, depth, module)
         return [*left, *right]
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
         if isinstance(node.left, ast.Constant) and isinstance(node.left.value, str):
@@ -172,7 +185,7 @@ def _parts(node: ast.expr, locals_src: Mapping[str, ast.expr], depth: int) -> li
         if node.args and not isinstance(node.args[0], ast.Starred):
             return [Field(node.args[0], _numeric(node.args[0]))]
     if isinstance(node, ast.Name) and node.id in locals_src and depth < 2:
-        return _parts(locals_src[node.id], {}, depth + 1)
+        return _parts(locals_src[node.id], {}, depth + 1, module)
     return [Field(node, _numeric(node))]
 
 
