@@ -250,3 +250,23 @@ def test_a_4xx_status_curl_printed_is_an_answer_not_a_death(tmp_path):
     )
     assert [(i.rule_class, i.severity) for i in report.incidents] == [("client_error", "info")]
     assert report.attempts[0].outcome == "ready"
+
+
+def test_sglangs_kernel_package_failing_to_load_in_a_script_is_the_environments(tmp_path):
+    # a user's script (or the REPL) importing SGLang's compiled kernel ops: the install is
+    # broken for the server too, so it is no client's failure
+    repl = [
+        "Traceback (most recent call last):",
+        '  File "<stdin>", line 1, in <module>',
+        "ImportError: /opt/py/lib/python3.10/site-packages/sgl_kernel/common_ops.abi3.so: "
+        "undefined symbol: _ZN3c104cuda9SetDeviceEa",
+    ]
+    report = _log(tmp_path, repl)
+    assert _clients(report) == [] and report.verdict == "environment"
+    missing = ["Traceback (most recent call last):", '  File "/home/me/run.py", line 3, in <module>',
+               "    import sgl_kernel", "ModuleNotFoundError: No module named 'sgl_kernel'"]  # fmt: skip
+    assert _clients(_log(tmp_path, missing)) == []
+    # the script's own missing dependency stays the script's
+    own = [*missing[:2], "    import pandas", "ModuleNotFoundError: No module named 'pandas'"]
+    [client] = _clients(_log(tmp_path, [READY, SERVING, *own]))
+    assert "run.py" in client.title
