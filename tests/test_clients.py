@@ -32,7 +32,9 @@ SERVER_OOM = [
     "[2026-12-03 13:35:01] Received sigquit from a child process. It usually means the child failed.",
 ]
 LAUNCH = "python -m sglang.launch_server --model-path /models/m --port 30000 > /tmp/s.log 2>&1 &"
-REFUSED_CURL = "curl: (7) Failed to connect to localhost port 30000 after 0 ms: Couldn't connect to server"
+REFUSED_CURL = (
+    "curl: (7) Failed to connect to localhost port 30000 after 0 ms: Couldn't connect to server"
+)
 
 
 def _log(tmp_path, lines, simple=False):
@@ -162,7 +164,9 @@ def test_a_4xx_answer_names_the_script_that_got_it(tmp_path):
 
 def test_an_error_answer_curl_printed_is_curls(tmp_path):
     body = '{"object":"error","message":"Failed to compile json grammar","type":"BadRequestError","param":null,"code":400}'
-    report = _session(tmp_path, ["$ curl -s localhost:30000/v1/chat/completions -d @req.json", body])
+    report = _session(
+        tmp_path, ["$ curl -s localhost:30000/v1/chat/completions -d @req.json", body]
+    )
     [client] = _clients(report)
     assert "curl" in client.title and [ln.text for ln in client.evidence] == [body]
 
@@ -186,8 +190,12 @@ def test_a_pasted_traceback_is_a_client_only_without_server_frames(tmp_path):
     path.write_text(
         "\n".join(
             json.dumps(
-                {"type": "user", "uuid": f"u{k}", "timestamp": f"2026-01-01T00:00:0{k}Z",
-                 "message": {"role": "user", "content": text}}
+                {
+                    "type": "user",
+                    "uuid": f"u{k}",
+                    "timestamp": f"2026-01-01T00:00:0{k}Z",
+                    "message": {"role": "user", "content": text},
+                }
             )  # fmt: skip
             for k, text in enumerate(messages)
         )
@@ -266,7 +274,11 @@ def test_a_frontend_program_failing_on_an_answer_is_the_clients(tmp_path):
     [client] = _clients(_log(tmp_path, [READY, SERVING, *frontend]))
     assert "sglang frontend program" in client.title
     # the server's own code in the traceback makes it the server's, frontend frames or not
-    served = [*frontend[:4], '  File "/usr/lib/python3/dist-packages/sglang/srt/managers/scheduler.py", line 9, in f', *frontend[4:]]
+    served = [
+        *frontend[:4],
+        '  File "/usr/lib/python3/dist-packages/sglang/srt/managers/scheduler.py", line 9, in f',
+        *frontend[4:],
+    ]
     assert _clients(_log(tmp_path, served)) == []
     # `import sglang` fails inside the frontend's modules: an install problem, no client's
     missing = [
@@ -280,3 +292,23 @@ def test_a_frontend_program_failing_on_an_answer_is_the_clients(tmp_path):
         "ModuleNotFoundError: No module named 'pybase64'",
     ]
     assert _clients(_log(tmp_path, missing)) == []
+
+
+def test_sglangs_kernel_package_failing_to_load_in_a_script_is_the_environments(tmp_path):
+    # a user's script (or the REPL) importing SGLang's compiled kernel ops: the install is
+    # broken for the server too, so it is no client's failure
+    repl = [
+        "Traceback (most recent call last):",
+        '  File "<stdin>", line 1, in <module>',
+        "ImportError: /opt/py/lib/python3.10/site-packages/sgl_kernel/common_ops.abi3.so: "
+        "undefined symbol: _ZN3c104cuda9SetDeviceEa",
+    ]
+    report = _log(tmp_path, repl)
+    assert _clients(report) == [] and report.verdict == "environment"
+    missing = ["Traceback (most recent call last):", '  File "/home/me/run.py", line 3, in <module>',
+               "    import sgl_kernel", "ModuleNotFoundError: No module named 'sgl_kernel'"]  # fmt: skip
+    assert _clients(_log(tmp_path, missing)) == []
+    # the script's own missing dependency stays the script's
+    own = [*missing[:2], "    import pandas", "ModuleNotFoundError: No module named 'pandas'"]
+    [client] = _clients(_log(tmp_path, [READY, SERVING, *own]))
+    assert "run.py" in client.title

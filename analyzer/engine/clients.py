@@ -56,8 +56,14 @@ UNREACHABLE = LazyPattern(
 # the process serving the client died under it (ray/exceptions.py: an actor's or a task's
 # worker process died): the server's failure, not the client's
 SERVER_DIED = LazyPattern(r"\b(?:ActorDiedError|WorkerCrashedError)\b|worker process has died")
-# an exception about SGLang's own installation is the environment's, not a client's
-SGLANG_IMPORT = LazyPattern(r"No module named '?sglang|cannot import name .* from '?sglang")
+# an exception about SGLang's own installation is the environment's, not a client's: its
+# packages (sglang, and the sgl_kernel ops it is built with) missing, or a compiled module of
+# sgl_kernel the dynamic linker cannot load (`.../sgl_kernel/common_ops.abi3.so: undefined
+# symbol: ...`), whatever script imported it
+SGLANG_IMPORT = LazyPattern(
+    r"No module named '?(?:sglang|sgl_kernel)|cannot import name .* from '?(?:sglang|sgl_kernel)|"
+    r"/sgl_kernel/\S+\.so\b"
+)
 # uvicorn's access line as SGLang configures it, for a request refused for what it carried:
 # SGLang's BAD_REQUEST, a body over the size limit, FastAPI's request validation. The mark
 # is long so that looking for it costs little on a large log: HTTP/1.0 clients are not seen.
