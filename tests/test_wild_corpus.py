@@ -18,8 +18,8 @@ CLASSES = {
 }  # fmt: skip
 # Floors on the part that is not held out (raise them as the analyzer improves; never lower
 # them to make a change pass). The held-out third is reported, never asserted.
-CLASS_FLOOR = 0.92
-FLAGS_FLOOR = 0.65
+CLASS_FLOOR = 0.93
+FLAGS_FLOOR = 0.75
 FATAL_PRECISION_FLOOR = 0.98
 
 
