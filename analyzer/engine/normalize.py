@@ -14,6 +14,7 @@ per line, so the literal fast path and the line-by-line path see the same bodies
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -103,7 +104,7 @@ FORMS = (
 # `[date time TPn]` of its logger, a traceback's header, frame and exception lines,
 # argparse's usage and error, log levels, the launch command. Whatever a line carries
 # before its first anchor is what a tool put there.
-ANCHOR = regex.compile(
+ANCHOR = re.compile(
     r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d"
     r"|Traceback \(most recent call last\):"
     r"|  File \""
@@ -118,7 +119,8 @@ ANCHOR = regex.compile(
 MIN_ANCHORED = 2
 MAX_LEARNED = 80
 ANCHOR_SPAN = 40  # room for the anchor itself past the longest prefix
-DIGITS = regex.compile(r"\d+")
+LEARN_LINES = 120  # a tool's prefix is on every line: the first ones tell it
+DIGITS = re.compile(r"\d+")
 SEPARATORS = " \t:|])>"
 
 
@@ -128,8 +130,15 @@ def learned_form(lines: list[str]) -> PrefixForm | None:
     digits (a host `node07: `, an actor `(Engine pid=88, ip=10.0.0.2) `, a pod and container,
     a wrapper's `2026-01-05 10:00:01,123 `, an indented paste)."""
     shapes: list[str] = []
-    anchored = 0
-    for line in lines:
+    anchored = unprefixed = 0
+    sample = lines[:LEARN_LINES]
+    for line in sample:
+        if ANCHOR.match(line):
+            anchored += 1
+            unprefixed += 1
+            if unprefixed > MIN_SHARE * len(sample):
+                return None  # most lines start as SGLang's do: nothing to learn
+            continue
         # a prefix is short: look no further (a megabyte line costs no more than a short one)
         found = ANCHOR.search(line, 0, MAX_LEARNED + ANCHOR_SPAN)
         if found is None:
@@ -256,9 +265,7 @@ def _columns(lines: list[str], form: PrefixForm) -> set[str]:
     return found
 
 
-def _consistent_form(
-    lines: list[str], forms: tuple[PrefixForm, ...] = FORMS
-) -> PrefixForm | None:
+def _consistent_form(lines: list[str], forms: tuple[PrefixForm, ...] = FORMS) -> PrefixForm | None:
     """The form most of the lines carry (ties: the order of FORMS), if any."""
     # a line left blank by an outer layer (`> ` alone, between quoted lines) carries nothing
     content = [ln for ln in lines if ln.strip() and not FENCE.match(ln) and ln != GREP_SEPARATOR]
