@@ -16,7 +16,7 @@ from itertools import chain, islice
 import regex
 
 try:
-    from ahocorasick_rs import AhoCorasick
+    from ahocorasick_rs import AhoCorasick, Implementation
 except ImportError:  # pragma: no cover - a declared dependency; `in` per literal is the fallback
     AhoCorasick = None
 
@@ -255,7 +255,9 @@ def _any_of(literals: tuple[str, ...]) -> Callable[[str], bool]:
     """Whether a text holds any of the literals: one Aho-Corasick pass, not one per literal."""
     if AhoCorasick is None or not literals or "" in literals:
         return lambda text: any(literal in text for literal in literals)
-    automaton = AhoCorasick(list(literals))
+    # a contiguous NFA builds in a fifth of the default DFA's time and searches a line
+    # almost as fast: the scanner asks only of the lines it is fed
+    automaton = AhoCorasick(list(literals), implementation=Implementation.ContiguousNFA)
     return lambda text: bool(automaton.find_matches_as_indexes(text))
 
 
