@@ -49,8 +49,7 @@ from analyzer.engine.survival import (
 from analyzer.rulebook.check_rules import CHECK_RULES
 from analyzer.rulebook.command_checks import check_command
 from analyzer.rulebook.features import traceback_flags
-from analyzer.rulebook.raise_site_rules import FAMILY_RULE_PREFIX, PHASE_RULE_PREFIX
-from analyzer.rulebook.vocabulary import Rule, all_triggers, load_rules
+from analyzer.rulebook.vocabulary import CATALOG_RULE_PREFIXES, Rule, all_triggers, load_rules
 from analyzer.sglang.catalog import FlagCatalog, all_catalogs, load_catalog
 from analyzer.sglang.releases import VersionChoice, by_messages, choose_for_text, choose_version
 from analyzer.transcripts.detect import FORMAT_NAMES, detect_kind, is_transcript_folder
@@ -482,8 +481,7 @@ def _family_priorities(incidents: list[Incident], rules: list[Rule]) -> dict[str
     generic = min((r.priority for r in rules if r.generic), default=None)
     if generic is None:
         return {}
-    prefixes = (FAMILY_RULE_PREFIX, PHASE_RULE_PREFIX)
-    return {i.rule: generic for i in incidents if i.rule.startswith(prefixes)}
+    return {i.rule: generic for i in incidents if i.rule.startswith(CATALOG_RULE_PREFIXES)}
 
 
 def _report_catalog(

@@ -3,7 +3,10 @@ conditions.py) and batch verification: a corrected command survives every later 
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -165,6 +168,33 @@ def test_json_alternatives_are_clean_commands_too():
     for alternative in root.alternatives:
         assert alternative.command != root.corrected_command
         assert _messages(alternative.command) == []
+
+
+REPAIR_MODULES = ("analyzer.engine.repair", "analyzer.sglang.error_catalog")
+
+
+def test_the_repair_search_loads_only_for_a_command_to_repair():
+    """A log whose launch command is unknown needs no repair search nor error catalog (ten
+    dataclasses and their imports at start-up); the same log with its command gets both."""
+    sidecar = ROOT / "fixtures" / "real" / "invalid_ambiguous_speculative_draft_path.toml"
+    typed = tomllib.loads(sidecar.read_text("utf-8"))["fixture"]["command"]
+    probe = (
+        "import sys; from analyzer import cli; sys.argv = ['loganalyze', *sys.argv[1:]]\n"
+        "try:\n    cli.main()\nexcept SystemExit:\n    pass\n"
+        f"print([m in sys.modules for m in {REPAIR_MODULES!r}], file=sys.stderr)"
+    )
+    log = str(sidecar.with_suffix(".log"))
+    for extra, loaded, corrected in (([], False, None), (["--command", typed], True, typed)):
+        done = subprocess.run(
+            [sys.executable, "-c", probe, log, "-f", "json", *extra],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+        )
+        root = json.loads(done.stdout)["incidents"][0]
+        assert root["class"] == "argparse_invalid"
+        assert (root["corrected_command"] is not None) == (corrected is not None)
+        assert done.stderr.strip().splitlines()[-1] == str([loaded] * len(REPAIR_MODULES))
 
 
 @pytest.mark.sglang

@@ -61,6 +61,11 @@ class LazyPattern:
         """Texts one of which every match starts with, for a call on a whole text."""
         if args or not kwargs.keys() <= {"timeout"}:
             return None
+        return self.openings
+
+    @property
+    def openings(self) -> tuple[str, ...] | None:
+        """required_opening() of the source, read once (and kept in the parse cache)."""
         if self._openings is _UNREAD:
             self._openings = None if self.flags else required_opening(self.pattern)
         return self._openings  # type: ignore[return-value]
@@ -83,9 +88,10 @@ class LazyPattern:
     def __repr__(self) -> str:
         return f"LazyPattern({self.pattern!r})"
 
-    def __reduce__(self) -> tuple[type, tuple[str, int]]:
-        # pickled (core/parse_cache.py) as its source: a compiled pattern is not kept
-        return (LazyPattern, (self.pattern, self.flags))
+    def __reduce__(self) -> tuple[type, tuple[str, int], dict[str, Any]]:
+        # pickled (core/parse_cache.py) as its source and openings: a compiled pattern is
+        # not kept, and reading the openings again walked the source on every run
+        return (LazyPattern, (self.pattern, self.flags), {"_openings": self.openings})
 
 
 def required_opening(source: str) -> tuple[str, ...] | None:

@@ -11,16 +11,18 @@ predicts to fail is not offered; the next-best clean ones are alternatives.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from analyzer.core.model import Alternative, Edit, Finding, Line
-from analyzer.engine.repair import Repaired, failing_site, search
 from analyzer.rulebook.fixes import FixContext, FixPlan
 from analyzer.rulebook.registry import FIXES
 from analyzer.rulebook.vocabulary import Rule
 from analyzer.sglang.catalog import FlagCatalog
 from analyzer.sglang.launch_command import LaunchCommand, find_launch_command, parse_launch_command
 from analyzer.sglang.log_format import reconstruct_command
+
+if TYPE_CHECKING:
+    from analyzer.engine.repair import Repaired
 
 
 @dataclass
@@ -84,6 +86,9 @@ def propose(
     """
     if choice is None:
         return Proposal(None, [], [])
+    # the repair search (predictions, condition checks, the error catalog): only for a command
+    from analyzer.engine.repair import failing_site, search
+
     plan = FixPlan()
     if rule.fix:
         plan = FIXES[rule.fix](finding, FixContext(choice.command, catalog, server_args))

@@ -17,8 +17,8 @@ from typing import Any
 from analyzer.core.model import Frame, Traceback
 from analyzer.core.toml_data import TomlError, shipped_toml
 from analyzer.rulebook.features import feature_phase
-from analyzer.rulebook.raise_site_rules import PHASE_RULE_PREFIX, glob_path, string_list
-from analyzer.rulebook.vocabulary import RuleError
+from analyzer.rulebook.raise_site_rules import glob_path, string_list
+from analyzer.rulebook.vocabulary import PHASE_RULE_PREFIX, RuleError
 from analyzer.sglang.releases import package_path
 
 PHASES_PACKAGE, PHASES_FILE = "analyzer.catalogs", "frame_phases.toml"

@@ -13,18 +13,16 @@ import re
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from analyzer.core.model import SEVERITIES
 from analyzer.core.toml_data import TomlError, shipped_toml
-from analyzer.rulebook.vocabulary import RuleError
-from analyzer.sglang.error_catalog import ErrorSite
+from analyzer.rulebook.vocabulary import FAMILY_RULE_PREFIX, RuleError
+
+if TYPE_CHECKING:
+    from analyzer.sglang.error_catalog import ErrorSite
 
 FAMILIES_PACKAGE, FAMILIES_FILE = "analyzer.catalogs", "raise_sites.toml"
-# the `rule` of an incident a family classified: `raise-site:<family id>`
-FAMILY_RULE_PREFIX = "raise-site:"
-# the rule ids of frame phases (frame_phases.py), here so the pipeline names both cheaply
-PHASE_RULE_PREFIX = "frame-phase:"
 KNOWN_KEYS = {
     "id", "class", "title", "severity", "files", "functions", "exceptions", "message",
     "advice", "cases",

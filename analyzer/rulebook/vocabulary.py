@@ -50,6 +50,12 @@ KNOWN_KEYS = {
     "innermost", "requires", "flags", "flags_group", "logic", "fix", "priority", "alone", "generic",
     "explanation", "advice", "doc", "cases",
 }  # fmt: skip
+# the rule ids of incidents a catalog classed, not a rule file: a raise-site family's
+# (raise_site_rules.py), a frame phase's (frame_phases.py); here so the pipeline names them
+# without importing those
+FAMILY_RULE_PREFIX = "raise-site:"
+PHASE_RULE_PREFIX = "frame-phase:"
+CATALOG_RULE_PREFIXES = (FAMILY_RULE_PREFIX, PHASE_RULE_PREFIX)
 
 
 class RuleError(Exception):

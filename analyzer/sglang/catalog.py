@@ -281,7 +281,8 @@ def _read_shipped(version: str) -> tuple[dict[str, Any], tuple[FlagSpec, ...]]:
 def _all_shipped() -> dict[str, tuple[dict[str, Any], tuple[FlagSpec, ...]]]:
     """Every shipped catalog's JSON and FlagSpecs, kept between runs (core/parse_cache.py)
     in one file: version detection reads them all, and two thirds of the options are the
-    same in each release, stored once."""
+    same in each release, stored once. The options are kept as FlagSpecs only (their JSON
+    was as much again to unpickle)."""
     folder = package_files(CATALOG_PACKAGE)
     paths = {v: folder.joinpath(f"sglang-{v}.json") for v in shipped_versions()}
     return cached("flags", [*paths.values(), Path(__file__)], lambda: _parse_all(paths))
@@ -289,20 +290,17 @@ def _all_shipped() -> dict[str, tuple[dict[str, Any], tuple[FlagSpec, ...]]]:
 
 def _parse_all(paths: dict[str, Any]) -> dict[str, tuple[dict[str, Any], tuple[FlagSpec, ...]]]:
     specs: dict[str, FlagSpec] = {}  # one object per distinct option (pickled once)
-    options: dict[str, dict[str, Any]] = {}
     parsed = {}
     for version, path in paths.items():
         try:
             data = bounded_json.loads(path.read_text("utf-8"))
-            shared = []
-            for option in data["options"]:
+            found = []
+            for option in data.pop("options"):
                 key = json.dumps(option, sort_keys=True)
-                shared.append(options.setdefault(key, option))
                 if key not in specs:
                     specs[key] = _spec(option)
-            data["options"] = shared
-            found = tuple(specs[json.dumps(o, sort_keys=True)] for o in shared)
+                found.append(specs[key])
         except (OSError, ValueError, KeyError) as exc:
             raise CatalogError(f"cannot read the flag catalog of sglang {version}: {exc}") from None
-        parsed[version] = (data, found)
+        parsed[version] = (data, tuple(found))
     return parsed

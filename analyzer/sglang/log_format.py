@@ -8,6 +8,7 @@ correction stage all read lines through it.
 from __future__ import annotations
 
 import ast
+import re
 import shlex
 import warnings
 from collections.abc import Callable
@@ -26,13 +27,14 @@ SGLANG_PREFIX = LazyPattern(
     r"(?P<ranks>(?:\s*(?:DP|TP|EP|PP|CP|ATTN_DP|ATTN_TP|MOE_EP)\d+)*)\s*\]\s?"
 )
 RANK = LazyPattern(r"(DP|TP|EP|PP|CP|ATTN_DP|ATTN_TP|MOE_EP)(\d+)")
-RAY_PREFIX = regex.compile(
+RAY_PREFIX = re.compile(
     r"^\((?P<actor>[A-Za-z_][\w.]*)?\s*pid=(?P<pid>\d+)(?:,\s*ip=[^)]*)?\)\s?"
 )
 # torchrun's rank label (`[rank0]: `), also inside a Ray worker's line
-TORCHRUN_RANK = regex.compile(r"\[(?:rank|default)\d+\]: ?")
+TORCHRUN_RANK = re.compile(r"\[(?:rank|default)\d+\]: ?")
 # `sglang==0.5.13`, `sglang-0.5.13` (pip install), `sglang   0.5.13` (pip list),
 # `sglang version 0.5.13`; every one holds "sglang", a launch hint, so it is fed already.
+# `regex` searches by the literal `sglang` (`re` tries the `\b` at every position)
 STATED_VERSION = regex.compile(
     r"\bsglang(?:==|-|\s+(?:version:?\s*)?v?)(?P<version>\d+\.\d+\.\d+(?:\.post\d+)?)\b"
 )

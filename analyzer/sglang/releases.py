@@ -21,11 +21,10 @@ come from a release we ship no catalog for.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
-
-import regex
 
 from analyzer.core.model import Frame, Line, ScannedLog, Traceback
 from analyzer.sglang.catalog import FlagCatalog, nearest_shipped, version_key
@@ -35,8 +34,8 @@ if TYPE_CHECKING:
     from analyzer.sglang.error_catalog import ErrorCatalog
 
 REJECTED = (
-    regex.compile(r"unrecognized arguments: (?P<flags>.+)$"),
-    regex.compile(r"ambiguous option: (?P<flags>--[\w-]+)"),
+    re.compile(r"unrecognized arguments: (?P<flags>.+)$"),
+    re.compile(r"ambiguous option: (?P<flags>--[\w-]+)"),
 )
 MIN_SERVER_ARGS_FIELDS = 20
 MESSAGE_TRACEBACKS = 3
@@ -211,9 +210,8 @@ def _usage_clue(log: ScannedLog, catalogs: Sequence[FlagCatalog]) -> _Clue | Non
 
 
 def _usage_options(catalog: FlagCatalog) -> set[str]:
-    """What argparse's usage line shows of each option: its first spelling (read from the
-    catalog's JSON: building every shipped catalog's FlagSpecs cost more than the rest)."""
-    return {o["option_strings"][0] for o in catalog.data["options"] if o["option_strings"]}
+    """What argparse's usage line shows of each option: its first spelling."""
+    return {s.option_strings[0] for s in catalog.specs if s.option_strings}
 
 
 def _overlap(a: set[str], b: set[str]) -> float:

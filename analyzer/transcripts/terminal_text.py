@@ -10,11 +10,10 @@ the exact line of the paste.
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from collections.abc import Iterator
 from typing import IO, TYPE_CHECKING
-
-import regex
 
 from analyzer.core.lazy_pattern import LazyPattern
 from analyzer.sglang.log_format import ANSI
@@ -22,7 +21,7 @@ from analyzer.sglang.log_format import ANSI
 if TYPE_CHECKING:  # a log's transcript sniffing needs no transcript model
     from analyzer.transcripts.model import ShellCall, Transcript
 
-PROMPT = regex.compile(
+PROMPT = re.compile(
     r"""^(?:\([^()\s]+\)\s+)?                                   # (venv) / (base)
     (?:
         (?P<full>\[[^\]\n]*\]\s?[$#%]\s                          # [user@host dir]$
@@ -30,9 +29,9 @@ PROMPT = regex.compile(
           | [\w.]+-\d[\d.]*[$#]\s)                               # bash-5.1$
       | (?P<bare>(?:[~/][^\s$#]*\s?)?[$#%\u276f]\s)              # $ / # / ~/dir $
     )""",
-    regex.X,
+    re.X,
 )
-SCRIPT_HEADER = regex.compile(r"^Script started on (?P<when>\S+(?: \S+)?)")
+SCRIPT_HEADER = re.compile(r"^Script started on (?P<when>\S+(?: \S+)?)")
 SCRIPT_FOOTER = LazyPattern(r"^Script done on ")
 HEREDOC = LazyPattern(r"<<-?\s*(?P<q>['\"]?)(?P<word>[A-Za-z_][\w]*)(?P=q)")
 PS2 = LazyPattern(r"^>\s?")
@@ -72,7 +71,7 @@ def _looks_like_command(command: str, prompt: str) -> bool:
         return True
     if prompt.strip() == "#":
         return first in COMMANDS
-    return bool(regex.fullmatch(r"[A-Za-z_][\w.+-]*", first))
+    return bool(re.fullmatch(r"[A-Za-z_][\w.+-]*", first))
 
 
 def visible(raw: str) -> str:
