@@ -184,7 +184,14 @@ def scan_chunks(
     """Scan an input by byte chunks; the same ScannedLog as scan_lines over its lines."""
     scanner = Scanner(summary, triggers)
     blocks = _blocks(text_input.chunks(), text_input)
-    first = next(blocks, None)
+    # the prefixes are told by the first SAMPLE_LINES lines, as scan_lines reads them (an
+    # input's last line, without its newline, comes in a block of its own)
+    head: list[bytes] = []
+    for block in blocks:
+        head.append(block)
+        if sum(b.count(b"\n") for b in head) >= SAMPLE_LINES:
+            break
+    first = b"".join(head) if head else None
     prefixes = _prefixes(first)
     note_prefixes(summary, prefixes)
     if prefixes is not NO_PREFIXES:

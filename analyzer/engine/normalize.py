@@ -109,7 +109,8 @@ ANCHOR = re.compile(
     r"|Traceback \(most recent call last\):"
     r"|  File \""
     r"|(?<![\w.])[A-Za-z_][\w.]*(?:Error|Exception|Interrupt)(?::|$)"
-    r"|usage: |(?<![\w.-])[\w.-]+: error: "
+    # argparse's prog may be two words (`sglang serve`)
+    r"|usage: |(?<![\w./-])[\w./-]+(?: [\w.-]+)?: error: "
     # uvicorn's `INFO:     `, logging's `ERROR:root:`, rich's padded `INFO     ` (a level
     # with one space is too common inside formats: NCCL's `host:pid:tid [0] NCCL INFO `)
     r"|(?<!NCCL )(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)(?::| {2,})"
@@ -154,12 +155,18 @@ def learned_form(lines: list[str]) -> PrefixForm | None:
         for i, c in enumerate(shape):
             if c in SEPARATORS:
                 counts[shape[: i + 1]] = counts.get(shape[: i + 1], 0) + 1
-    shared = [c for c, n in counts.items() if n >= needed]
+    # a shell's `+ ` (set -x) or `$ ` is the line's own text, not a tool's: a prefix names
+    # something (a host, a pod, a time) or is an indent
+    shared = [c for c, n in counts.items() if n >= needed and (_names(c) or c.isspace())]
     if not shared:
         return None
     shape = max(shared, key=lambda c: (len(c), c))
     pattern = "".join(r"\d+" if part == "0" else regex.escape(part) for part in _parts(shape))
     return PrefixForm("learned", regex.compile(pattern))
+
+
+def _names(shape: str) -> bool:
+    return any(c.isalnum() for c in shape)
 
 
 def _parts(shape: str) -> list[str]:
