@@ -91,6 +91,13 @@ def test_a_traceback_through_a_features_code_names_its_flag():
         ("managers/schedule_batch.py", "mix_with_running"),
     )
     assert frame_flags(mixed) == ["--enable-mixed-chunk"]
+    hierarchical = _traceback(
+        ("mem_cache/hiradix_cache.py", "_build_host_pool"),
+        ("mem_cache/memory_pool_host.py", "__init__"),
+    )
+    assert frame_flags(hierarchical) == ["--enable-hierarchical-cache"]
+    # the host pool alone also backs other features (retraction backup, hisparse)
+    assert frame_flags(_traceback(("mem_cache/memory_pool_host.py", "__init__"))) == []
     assert frame_flags(_traceback(("layers/linear.py", "forward"))) == []
     assert frame_flags(None) == []
 

@@ -69,6 +69,25 @@ def test_probes_answered_after_an_error_are_no_sign_requests_were_served(tmp_pat
     assert incident.severity == "warning" and SERVING in [ln.text for ln in incident.evidence]
 
 
+THREAD_ERROR = [
+    "Exception in thread Thread-7 (backup_thread_func):",
+    "Traceback (most recent call last):",
+    '  File "/usr/lib/python3/site-packages/sglang/srt/managers/cache_controller.py", line 9, in f',
+    "    self._page_backup(operation)",
+    "RuntimeError: batch_put_from failed",
+]
+
+
+def test_serving_after_an_exception_that_ended_a_thread_does_not_make_it_survived(tmp_path):
+    report = _log(tmp_path, [READY, *THREAD_ERROR, SERVING])
+    [incident] = report.incidents
+    assert incident.severity == "error"
+    assert "ended the thread Thread-7 (backup_thread_func)" in incident.explanation
+    # the same exception with no excepthook header is a request the server survived
+    report = _log(tmp_path, [READY, *THREAD_ERROR[1:], SERVING])
+    assert [i.severity for i in report.incidents] == ["warning"]
+
+
 def test_an_error_followed_by_a_death_stays_fatal_even_with_serving_after(tmp_path):
     report = _log(tmp_path, [READY, *REQUEST_ERROR, DEATH, SERVING])
     assert report.incidents[0].severity in ("fatal", "error")

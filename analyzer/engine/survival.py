@@ -12,7 +12,10 @@ An incident is judged by what follows it in the same input, whichever rule made 
   `crashed with exit code`) or a restart (a new `server_args` record) is one the server
   survived (a request-level exception, an aborted request): severity warning;
 - an error after a stop request (`SIGTERM received`, uvicorn's `Shutting down`, Ctrl-C's
-  `KeyboardInterrupt`) with no restart between is shutdown noise: severity info.
+  `KeyboardInterrupt`) with no restart between is shutdown noise: severity info;
+- an error that ended a thread (Python's threading excepthook prints `Exception in thread
+  NAME:` above the traceback) is not survived by serving after it: the process serves on
+  without that thread's work (a cache controller's backup loop), severity error.
 
 Stop, death and restart lines are among the lines the scan keeps (their literals are added
 to the rules' triggers). Serving lines are too many to keep: `WatchedInput` sees every byte
@@ -26,6 +29,7 @@ to find the first serving line after it (stdin cannot be read again: the severit
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -59,7 +63,11 @@ STOPS = ("SIGTERM received", "INFO:     Shutting down", "Waiting for connections
 # the processes' own exception handlers, the parent's SIGQUIT handlers, utils/watchdog
 DEATHS = ("hit an exception", "Received sigquit", "SIGQUIT received", "crashed with exit code",
           "Child process unexpectedly failed")  # fmt: skip
-KINDS = {"stop": STOPS, "death": DEATHS, "restart": SERVER_ARGS_MARKERS}
+# CPython Lib/threading.py excepthook: `Exception in thread {name}:` (3.10+ adds the target,
+# `Thread-7 (backup_thread_func)`), then the traceback of the exception that ended the thread
+THREAD_DEATH = re.compile(r"Exception in thread (?P<name>[^:]+):\s*$")
+KINDS = {"stop": STOPS, "death": DEATHS, "restart": SERVER_ARGS_MARKERS,
+         "thread": ("Exception in thread ",)}  # fmt: skip
 SEGMENT_BYTES = 64 * 1024
 SEGMENT_LINES = 256
 # the main process runs the HTTP server and the TokenizerManager; the scheduler is a child
@@ -277,7 +285,8 @@ def judge(incidents: list[Incident], log: ScannedLog, signs: LifeSigns) -> list[
             continue
         # the main process's own access lines show it alive; not a scheduler that died
         own_access = traceback is None or _in_main_process(traceback)
-        judged.append(_survived(incident, log.summary.path, signs, not own_access))
+        thread = _dead_thread(signs, traceback)
+        judged.append(_survived(incident, log.summary.path, signs, not own_access, thread))
     if signs.refused:
         shown = [split_prefix(log.summary.path, n, t) for n, t in signs.refused]
         capped = signs.refused_count >= REFUSED_COUNTED
@@ -286,7 +295,11 @@ def judge(incidents: list[Incident], log: ScannedLog, signs: LifeSigns) -> list[
 
 
 def _survived(
-    incident: Incident, source: str, signs: LifeSigns, scheduler_only: bool = False
+    incident: Incident,
+    source: str,
+    signs: LifeSigns,
+    scheduler_only: bool = False,
+    thread: str | None = None,
 ) -> Incident:
     start = min((ln.number for ln in incident.evidence if ln.source == source), default=0)
     end = max((ln.number for ln in incident.evidence if ln.source == source), default=0)
@@ -299,6 +312,14 @@ def _survived(
     served = None
     if not died:
         served = signs.first_serving(end, bound, scheduler_only and bound == death)
+    if served is not None and thread is not None:
+        return _lowered(
+            incident,
+            "error" if incident.severity == "fatal" else incident.severity,
+            f" The process kept serving (line {served[0]}), but the exception ended the thread"
+            f" {thread}: what that thread did stops from here on.",
+            split_prefix(source, *served),
+        )
     if served is not None:
         return _lowered(
             incident,
@@ -325,6 +346,17 @@ def _lowered(incident: Incident, severity: str, why: str, shown: Line | None) ->
     return dataclasses.replace(
         incident, severity=severity, explanation=incident.explanation + why, evidence=evidence
     )
+
+
+def _dead_thread(signs: LifeSigns, traceback: Traceback | None) -> str | None:
+    """The thread a traceback ended: the excepthook's header just above it."""
+    if traceback is None:
+        return None
+    first = traceback.first.number
+    for number, text in signs.marks["thread"]:
+        if first - 2 <= number < first and (found := THREAD_DEATH.search(text)):
+            return found["name"].strip()
+    return None
 
 
 def _traceback_at(log: ScannedLog, number: int) -> Traceback | None:
