@@ -13,6 +13,7 @@ from analyzer.core.lazy_pattern import LazyPattern
 from analyzer.core.model import Match, ScannedLog
 from analyzer.rulebook.features import frame_flags, named_features
 from analyzer.rulebook.log_evidence import first_report, import_time
+from analyzer.rulebook.refused_calls import dependency_call, own_call, sglang_call
 from analyzer.sglang.flag_history import shipped_history
 
 SHAPE_PAIR = LazyPattern(
@@ -311,34 +312,6 @@ def _warmup_host(match: Match, log: ScannedLog) -> str | None:
     return None
 
 
-# the modules programs embedding SGLang call into (sgl.Engine, its launcher): the shipped
-# flag catalogs keep their functions' names per release (catalog_build.source_lines)
-ENTRY_POINT_FILES = ("launch_server.py", "srt/entrypoints/engine.py", "srt/entrypoints/http_server.py")
-
-
-def sglang_call(match: Match, log: ScannedLog) -> dict[str, str] | None:
-    """A call's arguments refused (`f() missing 2 required positional arguments ...`) where f
-    is a function of SGLang's entry points in a shipped release and the call is not SGLang's
-    own code: the caller was written for another release's signature."""
-    function = match.groups.get("function", "")
-    if not function or function.startswith("__"):
-        return None
-    frames = match.traceback.frames if match.traceback is not None else ()
-    if frames and "/sglang/" in frames[-1].file.replace("\\", "/"):
-        return None  # SGLang calling itself: its own bug, not a version pairing
-    from analyzer.sglang.catalog import all_catalogs
-
-    releases = [
-        c.version
-        for c in all_catalogs()
-        if any(function in c.source_lines.get(f, {}) for f in ENTRY_POINT_FILES)
-    ]
-    if not releases:
-        return None
-    caller = frames[-1].file if frames else ""
-    return {"releases": ", ".join(r for r in releases if r), "caller": caller}
-
-
 def model_load_flags(match: Match, log: ScannedLog) -> dict[str, str] | None:
     """Link --trust-remote-code when the loader says the model needs its own code."""
     detail = match.groups.get("detail", "")
@@ -491,6 +464,8 @@ LOGIC: dict[str, Callable[[Match, ScannedLog], dict[str, str] | None]] = {
     "warmup_hint": warmup_hint,
     "raising_frame": raising_frame,
     "sglang_call": sglang_call,
+    "dependency_call": dependency_call,
+    "own_call": own_call,
     "masked_import": masked_import,
     "two_flags": two_flags,
     "hidden_dims": hidden_dims,
