@@ -52,6 +52,7 @@ from analyzer.rulebook.features import traceback_flags
 from analyzer.rulebook.vocabulary import CATALOG_RULE_PREFIXES, Rule, all_triggers, load_rules
 from analyzer.sglang.catalog import FlagCatalog, all_catalogs, load_catalog
 from analyzer.sglang.releases import VersionChoice, by_messages, choose_for_text, choose_version
+from analyzer.sglang.usage_text import catalog_for_usage
 from analyzer.transcripts.detect import FORMAT_NAMES, detect_kind, is_transcript_folder
 
 if TYPE_CHECKING:
@@ -135,15 +136,15 @@ def analyze(
         _verify(report.incidents, {s.path: s.catalog_version for s in summaries})
     if not options.redact:
         return report
-    report = redact_report(report)
-    return report
+    return redact_report(report)
 
 
 def _for_input(context: _Context, summary: InputSummary, log: ScannedLog) -> _Context:
-    """The context with the catalog of the SGLang that wrote this input."""
+    """The context with the catalog of the SGLang that wrote this input (or its usage text)."""
     options = context.options
     choice = choose_version(log, all_catalogs(), options.sglang_version, options.command)
-    return _with_catalog(context, summary, choice)
+    context = _with_catalog(context, summary, choice)
+    return replace(context, catalog=catalog_for_usage(log, context.catalog, summary))
 
 
 def _with_catalog(context: _Context, summary: InputSummary, choice: VersionChoice) -> _Context:
@@ -562,6 +563,7 @@ def _analyze_transcript(
             if not choice.evidence:  # the log text shown may still name its release
                 told = by_messages(choice, log, all_catalogs())
                 here = _with_catalog(context, summary, told)
+            here = replace(here, catalog=catalog_for_usage(log, here.catalog, summary))
             # a view is part of a log, possibly taken mid-startup: whole-log verdicts
             # (empty, ended without error) are the transcript's to make, with its evidence
             source = "transcript" if launch else "log"

@@ -95,6 +95,8 @@ class UsageDump:
     length: int
     # the long options the usage text lists: the parser's own inventory, a version's fingerprint
     options: frozenset[str] = frozenset()
+    # the usage text itself, its lines joined (analyzer/sglang/usage_text.py reads it)
+    text: str = ""
 
 
 @dataclass

@@ -282,6 +282,7 @@ class Scanner:
         self.last_traceback: Traceback | None = None
         self.usage: tuple[Line, int] | None = None
         self.usage_options: set[str] = set()
+        self.usage_lines: list[str] = []
 
     @property
     def wants_more(self) -> bool:
@@ -303,6 +304,7 @@ class Scanner:
         elif line.body.startswith(USAGE_START):
             self.usage = (line, 1)
             self.usage_options = set(USAGE_OPTION.findall(line.body))
+            self.usage_lines = [line.body]
         if TRACEBACK_START in body:
             chain = self.chain_next or ()
             self.traceback = _TracebackBuilder(line, chain)
@@ -349,16 +351,19 @@ class Scanner:
         first, length = self.usage  # type: ignore[misc]
         error = ARGPARSE_ERROR.match(line.body)
         if error:
-            options = frozenset(self.usage_options)
-            self.log.usage_dumps.append(UsageDump(first, line, length + 1, options))
+            self.log.usage_dumps.append(self._usage_dump(first, line, length + 1))
             self.usage = None
         elif line.ranks or line.timestamp or length > 2000:
-            options = frozenset(self.usage_options)
-            self.log.usage_dumps.append(UsageDump(first, None, length, options))
+            self.log.usage_dumps.append(self._usage_dump(first, None, length))
             self.usage = None
         else:
             self.usage = (first, length + 1)
             self.usage_options.update(USAGE_OPTION.findall(line.body))
+            self.usage_lines.append(line.body)
+
+    def _usage_dump(self, first: Line, error: Line | None, length: int) -> UsageDump:
+        text = " ".join(self.usage_lines)
+        return UsageDump(first, error, length, frozenset(self.usage_options), text)
 
     def _finish_traceback(self, at_end: bool = False) -> None:
         if self.traceback is None:
@@ -449,9 +454,7 @@ class Scanner:
         self._finish_traceback(at_end=True)
         if self.usage is not None:
             first, length = self.usage
-            self.log.usage_dumps.append(
-                UsageDump(first, None, length, frozenset(self.usage_options))
-            )
+            self.log.usage_dumps.append(self._usage_dump(first, None, length))
         self.log.tail = list(self.tail)
         return self.log
 

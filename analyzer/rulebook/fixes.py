@@ -72,6 +72,11 @@ def replacement_for(typed: str, catalog: FlagCatalog) -> tuple[str | None, str]:
     if known and known["to"] and catalog.spec(known["to"]):
         note = f"{flag} is {known['engine']}'s name; SGLang calls it {known['to']}"
         return known["to"], note + (f". {known['note']}" if known.get("note") else "")
+    if known and known["to"] and catalog.from_usage:
+        return None, (
+            f"{flag} is {known['engine']}'s name for SGLang's {known['to']}, which the usage "
+            "text of this release does not list: no rename is offered"
+        )
     if known and not known["to"]:
         return None, known.get("note", f"SGLang has no equivalent of {flag}")
     change = shipped_history().change(flag, catalog)
@@ -85,7 +90,7 @@ def replacement_for(typed: str, catalog: FlagCatalog) -> tuple[str | None, str]:
     if scored and scored[0][1] >= GOOD_MATCH and (_same_family(flag, scored[0][0]) or near):
         return scored[0][0], f"{flag} is closest to SGLang's {scored[0][0]}"
     closest = ", ".join(option for option, _ in scored)
-    return None, f"no SGLang {catalog.version} flag is close to {flag} (closest: {closest})"
+    return None, f"no flag of {catalog.release} is close to {flag} (closest: {closest})"
 
 
 def _speculated_tokens(flag: str, value: str | None, ctx: FixContext) -> FixPlan | None:
@@ -134,7 +139,7 @@ def rename_unrecognized(finding: Finding, ctx: FixContext) -> FixPlan:
             if ctx.command.has(flag):
                 plan.edits.append(Edit("remove", flag))
                 if flag not in foreign_flags():
-                    plan.notes.append(f"dropping {flag}: SGLang {ctx.catalog.version} has no such flag")
+                    plan.notes.append(f"dropping {flag}: {ctx.catalog.release} has no such flag")
             continue
         if ctx.typed(target):
             plan.edits.append(Edit("remove", flag))

@@ -93,6 +93,20 @@ class FlagCatalog:
     def data(self) -> dict[str, Any]:
         return self._parsed[0]
 
+    @property
+    def from_usage(self) -> bool:
+        """Read from the usage text the user's SGLang printed (analyzer/sglang/usage_text.py),
+        not shipped: its options are exactly the user's release's, its `version` the
+        shipped catalog that filled in types and help."""
+        return self._data is not None and "usage_prog" in self._data
+
+    @property
+    def release(self) -> str:
+        """The release these options are, as a sentence names it."""
+        if self.from_usage:
+            return "the SGLang whose usage text the input shows"
+        return f"sglang {self.version}"
+
     @cached_property
     def built(self) -> str | None:
         return self.data.get("built")
@@ -173,7 +187,7 @@ class FlagCatalog:
         """Why argparse would reject `value` for `flag`, or None when it accepts it."""
         spec = self.spec(flag)
         if spec is None:
-            return f"{flag} is not an option of sglang {self.version}"
+            return f"{flag} is not an option of {self.release}"
         if not spec.takes_value:
             return f"{spec.long} takes no value" if value is not None else None
         if value is None:

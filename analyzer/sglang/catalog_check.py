@@ -18,7 +18,7 @@ def validate(command: LaunchCommand, catalog: FlagCatalog) -> list[str]:
         resolution = catalog.resolve(argument.flag)
         if resolution.spec is None:
             kind = "ambiguous" if resolution.kind == "ambiguous" else "unknown"
-            problems.append(f"{argument.flag} is {kind} in sglang {catalog.version}")
+            problems.append(f"{argument.flag} is {kind} in {catalog.release}")
             continue
         problem = catalog.check_value(argument.flag, argument.value)
         if problem:

@@ -26,6 +26,8 @@ class FlagVersionChange:
     `kind` "removed": `last_seen` still had it, `gone_in` (the next shipped) did not.
     `kind` "added": `first_seen` is the oldest shipped release that has it, `gone_in`
     the newest shipped one before it that does not.
+    `kind` "unlisted": the catalog in use is the user's usage text (a release the shipped
+    ones cannot place), and the shipped releases `first_seen` to `last_seen` have it.
     `replacement` is the option of the catalog in use that sets the same field.
     """
 
@@ -39,6 +41,12 @@ class FlagVersionChange:
     def explain(self, current: str) -> str:
         """One sentence for the advice, naming only flags of the catalog in use."""
         same = f"; use {self.replacement} (the same setting)" if self.replacement else ""
+        if self.kind == "unlisted":
+            return (
+                f"{self.flag} is an option of sglang {self.first_seen}-{self.last_seen}, but "
+                "the usage text of this release does not list it"
+                + (same or ", nor an option for the same setting: no rename is offered")
+            )
         if self.kind == "removed":
             return f"{self.flag} was removed between sglang {self.last_seen} and {self.gone_in}" + (
                 same or f": sglang {current} has no option for that setting"
@@ -65,6 +73,14 @@ class FlagHistory:
         flag = typed.split("=", 1)[0]
         if current.resolve(flag).kind in KNOWN:
             return None
+        if current.from_usage:
+            knowing = [c for c in self.catalogs if _knows(c, flag)]
+            if not knowing:
+                return None
+            spec = knowing[-1].resolve(flag).spec
+            replacement = _same_setting(spec, knowing[-1], current)
+            first, last = knowing[0].version, knowing[-1].version
+            return FlagVersionChange(flag, "unlisted", replacement, last, first_seen=first)
         here = version_key(current.version)
         older = [c for c in self.catalogs if version_key(c.version) < here]
         newer = [c for c in self.catalogs if version_key(c.version) > here]
