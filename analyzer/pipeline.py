@@ -58,7 +58,6 @@ from analyzer.transcripts.detect import FORMAT_NAMES, detect_kind, is_transcript
 if TYPE_CHECKING:
     from analyzer.engine.raise_sites import FoundSite
     from analyzer.metrics.results import RunMetrics
-    from analyzer.rulebook.frame_phases import LogPhaseFound, PhaseFound
 
 
 @dataclass
@@ -278,10 +277,8 @@ def _fallback(
     if traceback is None or traceback.exception_line.number in (answered or ()):
         return None
     # imported here, as in _raise_site: a log without a traceback never loads an error catalog
-    from analyzer.engine.raise_sites import (
-        error_catalog_for,
-        find_site_in_chain,
-    )
+    from analyzer.engine.raise_sites import error_catalog_for, find_site_in_chain
+    from analyzer.rulebook.frame_phases import log_phase, traceback_phase
 
     errors = error_catalog_for(context.catalog.version)
     found = find_site_in_chain(traceback, errors) if errors else None
@@ -305,7 +302,7 @@ def _fallback(
             log,
             traceback,
             flags=reported_flags(flags, context.catalog),
-            phase=_frames_phase(traceback) or _log_phase(traceback, log),
+            phase=traceback_phase(traceback) or log_phase(traceback, log),
             death=death,
         )
     flags = site_flags(found.site, context.catalog, command)
@@ -315,30 +312,6 @@ def _fallback(
     return incidents_stage.fallback_incident(
         log, traceback, found, reported_flags(flags, context.catalog), death=death
     )
-
-
-def _frames_phase(traceback: Traceback) -> PhaseFound | None:
-    """For a traceback cut before its exception line: the startup phase its frames were in;
-    for a complete one: the phase that classes whatever is raised inside it (`whole`)."""
-    from analyzer.rulebook.frame_phases import feature_phase_of, phase_of, whole_phase_of
-
-    whole = bool(traceback.exception_type)
-    found = whole_phase_of(traceback.frames) if whole else phase_of(traceback.frames)
-    # a feature's code that runs only inside one phase (torch.compile of the model: capture)
-    return found or feature_phase_of(traceback, whole)
-
-
-def _log_phase(traceback: Traceback, log: ScannedLog) -> LogPhaseFound | None:
-    """For an exception no frame places (none pasted, or only SGLang's callers' cut off):
-    the step the log had begun before it. Frames all outside SGLang are someone else's
-    program (a client, a user script): the server's step says nothing of them."""
-    from analyzer.rulebook.frame_phases import log_phase_of
-    from analyzer.sglang.releases import package_path
-
-    frames = traceback.frames
-    if frames and all(package_path(f.file) is None for f in frames):
-        return None
-    return log_phase_of(log.phases, traceback.first.number)
 
 
 def _raise_site(match: Match, context: _Context) -> FoundSite | None:
@@ -421,7 +394,9 @@ def _incident(
         explanation = f"{explanation} {found.sentence()}".strip()
     family = found.family if found is not None and rule.generic else None
     # the catch-all crash raised inside a phase that classes anything raised there
-    phase = _frames_phase(traceback) if rule.generic and not family and traceback else None
+    from analyzer.rulebook.frame_phases import traceback_phase
+
+    phase = traceback_phase(traceback) if rule.generic and not family and traceback else None
     if phase is not None:
         advice = [*phase.phase.advice, *finding.advice]
         finding = replace(finding, rule_class=phase.phase.rule_class, advice=advice)

@@ -14,7 +14,7 @@ from fnmatch import fnmatchcase
 from functools import cache
 from typing import Any
 
-from analyzer.core.model import Frame, Traceback
+from analyzer.core.model import Frame, ScannedLog, Traceback
 from analyzer.core.toml_data import TomlError, shipped_toml
 from analyzer.rulebook.features import feature_phase
 from analyzer.rulebook.raise_site_rules import glob_path, string_list
@@ -204,3 +204,22 @@ def _phase(data: dict[str, Any]) -> FramePhase:
             for c in data.get("cases", [])
         ),
     )
+
+
+def traceback_phase(traceback: Traceback) -> PhaseFound | None:
+    """For a traceback cut before its exception line: the startup phase its frames were in;
+    for a complete one: the phase that classes whatever is raised inside it (`whole`)."""
+    whole = bool(traceback.exception_type)
+    found = whole_phase_of(traceback.frames) if whole else phase_of(traceback.frames)
+    # a feature's code that runs only inside one phase (torch.compile of the model: capture)
+    return found or feature_phase_of(traceback, whole)
+
+
+def log_phase(traceback: Traceback, log: ScannedLog) -> LogPhaseFound | None:
+    """For an exception no frame places (none pasted, or only SGLang's callers' cut off):
+    the step the log had begun before it. Frames all outside SGLang are someone else's
+    program (a client, a user script): the server's step says nothing of them."""
+    frames = traceback.frames
+    if frames and all(package_path(f.file) is None for f in frames):
+        return None
+    return log_phase_of(log.phases, traceback.first.number)
