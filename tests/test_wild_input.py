@@ -474,3 +474,18 @@ def test_nccls_own_line_format_is_not_a_prefix():
         *(f"gpu-a:8841:9011 [{i}] NCCL WARN NET/IB : Got completion from peer" for i in range(4)),
     ]
     assert detect_prefixes(lines).names == []
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "launch_server.py: error: argument --attention-backend: invalid choice: 'sdpa_x' "
+        "(choose from 'triton', 'torch_native')",
+        "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
+    ],
+)
+def test_a_line_or_two_behind_an_unknown_prefix_reads_as_the_bare_line(tmp_path, line):
+    bare = _root(_write(tmp_path, "bare.log", [line]))
+    host = _root(_write(tmp_path, "host.log", [f"gpu-node07: {line}"]))
+    assert bare is not None and host is not None
+    assert (host.rule_class, host.offending_flags) == (bare.rule_class, bare.offending_flags)

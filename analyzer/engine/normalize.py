@@ -147,7 +147,9 @@ def learned_form(lines: list[str]) -> PrefixForm | None:
         anchored += 1
         if found.start() <= MAX_LEARNED:
             shapes.append(DIGITS.sub("0", line[: found.start()]))
-    needed = max(MIN_ANCHORED, MIN_SHARE * anchored)
+    # a paste of a line or three: one line of SGLang's is all there is to learn from
+    least = 1 if len([ln for ln in sample if ln.strip()]) <= 3 else MIN_ANCHORED
+    needed = max(least, MIN_SHARE * anchored)
     # the longest start, up to a separator, that enough anchored lines share (a line's own
     # `+ ` of `set -x` or `$ ` of a prompt may follow the tool's prefix)
     counts: dict[str, int] = {}
