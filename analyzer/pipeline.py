@@ -26,6 +26,7 @@ from analyzer.core.read import TextInput, open_inputs
 from analyzer.engine import incident as incidents_stage
 from analyzer.engine.clients import PRIORITIES as CLIENT_PRIORITIES
 from analyzer.engine.correct import choose_command, propose
+from analyzer.engine.fault_dump import with_fault_dump
 from analyzer.engine.fault_flags import fault_flags
 from analyzer.engine.link import (
     canonical_flag,
@@ -251,11 +252,11 @@ def analyze_log(
     causes = [i for i in incidents if not _is_warning(i)]
     deaths = [i for i in causes if (rule := context.by_id.get(i.rule)) and rule.alone]
     if len(deaths) == len(causes):
-        # nothing explains the failure, or only a death notice does: the last traceback is
-        # the failure, and one a child died of right after is that death's cause
+        # nothing explains the failure, or only a death notice does: the last traceback (one
+        # a child died of right after: that death's cause) or faulthandler's dump of the death
         death = incidents_stage.decisive_line(deaths[0]) if deaths else None
         fallback = _fallback(log, context, launch, death, signs, answered)
-        incidents = [fallback, *incidents] if fallback else incidents
+        incidents = with_fault_dump(log, incidents, fallback)
     return judge(incidents, log, signs) if signs is not None else incidents
 
 

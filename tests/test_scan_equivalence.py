@@ -43,6 +43,14 @@ PIECES = [
     "[2026-02-23 18:05:09] The server is fired up and ready to roll!",
     "\x1b[33m[2026-02-23 18:05:01] warning\x1b[0m",
     "Child process unexpectedly failed with an exit code 9",
+    # CPython faulthandler's dump (Python/traceback.c): headers, thread blocks, frames
+    "Fatal Python error: Aborted",
+    "Timeout (0:10:00)!",
+    "Current thread 0x00007f2a4e6e6480 (most recent call first):",
+    "Thread 0x00007f21a9fff640 (most recent call first):",
+    '  File "/x/sglang/srt/model_executor/cuda_graph_runner.py", line 829 in capture_one_batch_size',
+    "  <no Python frame>",
+    "  Garbage-collecting",
     "x" * 70000,
 ]
 

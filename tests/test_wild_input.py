@@ -22,6 +22,7 @@ CLEAN = [
     ("fixtures/source/oom_kv_cache_tp8.log", "oom"),
     ("fixtures/real/unrecognized_num_speculative_tokens.log", "argparse_unrecognized"),
     ("fixtures/source/hidden_dim_eagle3_served_as_eagle.log", "hidden_dim_mismatch"),
+    ("fixtures/source/fault_segv_graph_capture.log", "cuda_graph_capture"),
 ]
 PREFIXES = {
     "docker-compose": lambda n, line: f"sglang-1  | {line}",

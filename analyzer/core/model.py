@@ -87,6 +87,25 @@ class Traceback:
 
 
 @dataclass(frozen=True)
+class FaultDump:
+    """CPython faulthandler's dump (Python/traceback.c _Py_DumpTracebackThreads): a header
+    (`Fatal Python error: Aborted` on a fatal signal, `Timeout (0:10:00)!` from
+    dump_traceback_later), then each thread's frames, innermost first; only the current
+    thread's (the one the signal hit) are kept, outermost first as in a traceback."""
+
+    header: Line | None  # None: a paste cut above the thread blocks
+    signal: str  # faulthandler's name of the signal (`Aborted`), "" when no header says
+    hang: bool  # dump_traceback_later's `Timeout (...)!`: a hang dump, no death
+    thread: Line | None  # `Current thread 0x... (most recent call first):` or `Stack (...)`
+    frames: tuple[Frame, ...] = ()  # the current thread's, outermost first
+    frame_lines: tuple[Line, ...] = ()  # the line of each of `frames`
+
+    @property
+    def first(self) -> Line | None:
+        return self.header or self.thread
+
+
+@dataclass(frozen=True)
 class UsageDump:
     """argparse's `usage: ...` block and the `prog: error: ...` line after it."""
 
@@ -137,6 +156,8 @@ class ScannedLog:
     stated_versions: list[tuple[str, Line]] = field(default_factory=list)
     # `Ignore import error when loading sglang.srt.models.X: ...`: modules SGLang went on without
     skipped_imports: list[Line] = field(default_factory=list)
+    # CPython faulthandler's dumps (a fatal signal's, a timeout's), in order
+    fault_dumps: list[FaultDump] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

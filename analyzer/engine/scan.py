@@ -22,6 +22,12 @@ except ImportError:  # pragma: no cover - a declared dependency; `in` per litera
 
 from analyzer.core.lazy_pattern import LazyPattern
 from analyzer.core.model import Frame, InputSummary, Line, ScannedLog, Traceback, UsageDump
+from analyzer.engine.fault_dump import (
+    FAULT_LITERALS,
+    MAX_FAULT_DUMPS,
+    FaultDumpBuilder,
+    start_dump,
+)
 from analyzer.engine.normalize import NO_PREFIXES, SAMPLE_LINES, LinePrefixes, detect_prefixes
 from analyzer.sglang.launch_command import find_launch_command
 from analyzer.sglang.log_format import (
@@ -145,6 +151,7 @@ SCANNER_LITERALS = (
     READY_MARKER,
     *EXIT_MARKS,
     *SIGNAL_MARKS,
+    *FAULT_LITERALS,
     *LAUNCH_HINTS,
     "Version: ",
     IMPORT_SKIPPED,
@@ -278,6 +285,7 @@ class Scanner:
         self.tail: deque[Line] = deque(maxlen=TAIL_LINES)
         self.pending_context: list[tuple[int, int]] = []
         self.traceback: _TracebackBuilder | None = None
+        self.fault: FaultDumpBuilder | None = None
         self.chain_next: tuple[Traceback, ...] | None = None
         self.last_traceback: Traceback | None = None
         self.usage: tuple[Line, int] | None = None
@@ -286,8 +294,9 @@ class Scanner:
 
     @property
     def wants_more(self) -> bool:
-        """True while a traceback, usage dump or a candidate's after-context is open."""
-        return bool(self.traceback or self.usage or self.pending_context)
+        """True while a traceback, usage dump, faulthandler dump or a candidate's
+        after-context is open."""
+        return bool(self.traceback or self.usage or self.fault or self.pending_context)
 
     def feed(self, line: Line) -> None:
         self._extend_context(line)
@@ -297,6 +306,12 @@ class Scanner:
             self._remember(line)
             return
         self._finish_traceback()
+        if self.fault is not None and self.fault.feed(line):
+            if self.has_trigger(line.text):
+                self._add_candidate(line)
+            self._remember(line)
+            return
+        self._finish_fault()
         body = line.body
         in_usage = self.usage is not None
         if in_usage:
@@ -314,7 +329,9 @@ class Scanner:
             self.log.tracebacks.pop()
             self.last_traceback = None  # it is the next one's cause now, not a traceback
         elif not in_usage and self.usage is None:
-            self._note_fragment(line)
+            self.fault = start_dump(line)
+            if self.fault is None:
+                self._note_fragment(line)
         self._note_markers(line)
         self._remember(line)
 
@@ -372,6 +389,13 @@ class Scanner:
         self.traceback = None
         if built is not None:
             self._add_traceback(built)
+
+    def _finish_fault(self) -> None:
+        if self.fault is None:
+            return
+        if len(self.log.fault_dumps) < MAX_FAULT_DUMPS:
+            self.log.fault_dumps.append(self.fault.build())
+        self.fault = None
 
     def _add_traceback(self, built: Traceback) -> None:
         if len(self.log.tracebacks) < MAX_TRACEBACKS:
@@ -452,6 +476,7 @@ class Scanner:
         if tail is not None:
             self.tail = deque(tail, maxlen=TAIL_LINES)
         self._finish_traceback(at_end=True)
+        self._finish_fault()
         if self.usage is not None:
             first, length = self.usage
             self.log.usage_dumps.append(self._usage_dump(first, None, length))
