@@ -7,6 +7,7 @@ rule's text), or None to veto the match. Nothing here renders or fixes.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from analyzer.core.lazy_pattern import LazyPattern
@@ -436,19 +437,37 @@ def masked_import(match: Match, log: ScannedLog) -> dict[str, str] | None:
     `DeepseekV3ForCausalLM`, letters only: the file names do not carry the version)."""
     groups = match.groups
     names = ARCH_NAME.findall(" ".join(groups.get(g, "") for g in ("archs", "arch", "module_arch")))
+    best: tuple[int, str, re.Match[str]] | None = None
     for line in log.skipped_imports:
         skipped = SKIPPED_IMPORT.search(line.body)
         if skipped is None or line.number > match.line.number:
             continue
-        stem = _letters(skipped["name"])
+        stem = _module_stem(skipped["name"])
         arch = next((a for a in names if len(stem) >= 3 and _letters(a).startswith(stem)), None)
-        if arch is not None:
-            return {
-                "arch_name": arch,
-                "module": skipped["module"],
-                "import_error": skipped["error"].strip(),
-            }
-    return None
+        if arch is not None and (best is None or len(stem) > best[0]):
+            best = (len(stem), arch, skipped)
+    if best is None:
+        return None
+    _, arch, skipped = best
+    return {
+        "arch_name": arch,
+        "module": skipped["module"],
+        "import_error": skipped["error"].strip(),
+    }
+
+
+# models/ files that split one family by kind: gemma3_mm.py (Gemma3ForConditionalGeneration),
+# gemma3n_causal.py (Gemma3nForCausalLM); the kind is not part of the architecture's name
+MODULE_KIND_SUFFIXES = ("_mm", "_causal")
+
+
+def _module_stem(name: str) -> str:
+    """The letters a module's architectures start with (the longest stem wins among modules)."""
+    for suffix in MODULE_KIND_SUFFIXES:
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    return _letters(name)
 
 
 def _letters(name: str) -> str:
