@@ -257,7 +257,9 @@ def analyze_log(
         death = incidents_stage.decisive_line(deaths[0]) if deaths else None
         fallback = _fallback(log, context, launch, death, signs, answered)
         incidents = with_fault_dump(log, incidents, fallback)
-    return judge(incidents, log, signs) if signs is not None else incidents
+    if signs is None:
+        return incidents
+    return judge(incidents, log, signs, {r.id for r in context.rules if r.outlives_serving})
 
 
 def _fallback(

@@ -190,3 +190,21 @@ def test_a_scheduler_error_answered_over_then_a_death_is_not_survived(tmp_path):
     ]
     report = _log(tmp_path, [READY, *crash, SERVING, DEATH])
     assert (report.incidents[0].rule, report.incidents[0].severity) == ("runtime-crash", "fatal")
+
+
+KV_TRANSFER_FAILED = (
+    "[2026-12-03 13:34:18 TP0] Decode transfer failed for request rank=0 decode_req.req.rid='a1'"
+    " decode_req.req.bootstrap_room=42 with exception KVTransferError(bootstrap_room=42): Failed"
+    " to get kvcache from prefill instance, it might be dead"
+)
+
+
+def test_a_failure_serving_does_not_undo_stays_an_error_with_serving_after(tmp_path):
+    """kv-transfer-failed (outlives_serving): other requests served after it do not make
+    the transfer path work again; a request's own error (REQUEST_ERROR) is survived."""
+    report = _log(tmp_path, [READY, KV_TRANSFER_FAILED, SERVING])
+    [incident] = [i for i in report.incidents if i.rule == "kv-transfer-failed"]
+    assert incident.severity == "error"
+    assert "kept serving (line 3), but not through what failed" in incident.explanation
+    report = _log(tmp_path, [READY, *REQUEST_ERROR, SERVING])
+    assert report.incidents[0].severity == "warning"

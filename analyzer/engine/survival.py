@@ -270,8 +270,15 @@ def signs_of_lines(lines: list[tuple[int, str]]) -> LifeSigns:
     return signs
 
 
-def judge(incidents: list[Incident], log: ScannedLog, signs: LifeSigns) -> list[Incident]:
-    """The incidents with what the server survived lowered to its own severity."""
+def judge(
+    incidents: list[Incident],
+    log: ScannedLog,
+    signs: LifeSigns,
+    outliving: set[str] | frozenset[str] = frozenset(),
+) -> list[Incident]:
+    """The incidents with what the server survived lowered to its own severity; the rules
+    in `outliving` report failures serving does not undo (a KV transfer path that failed:
+    every request needing it fails again), which stay errors."""
     signs.mark([*log.candidates, *log.tail])
     judged = []
     for incident in incidents:
@@ -286,7 +293,8 @@ def judge(incidents: list[Incident], log: ScannedLog, signs: LifeSigns) -> list[
         # the main process's own access lines show it alive; not a scheduler that died
         own_access = traceback is None or _in_main_process(traceback)
         thread = _dead_thread(signs, traceback)
-        judged.append(_survived(incident, log.summary.path, signs, not own_access, thread))
+        lasting = incident.rule in outliving
+        judged.append(_survived(incident, log.summary.path, signs, not own_access, thread, lasting))
     if signs.refused:
         shown = [split_prefix(log.summary.path, n, t) for n, t in signs.refused]
         capped = signs.refused_count >= REFUSED_COUNTED
@@ -300,6 +308,7 @@ def _survived(
     signs: LifeSigns,
     scheduler_only: bool = False,
     thread: str | None = None,
+    lasting: bool = False,
 ) -> Incident:
     start = min((ln.number for ln in incident.evidence if ln.source == source), default=0)
     end = max((ln.number for ln in incident.evidence if ln.source == source), default=0)
@@ -318,6 +327,14 @@ def _survived(
             "error" if incident.severity == "fatal" else incident.severity,
             f" The process kept serving (line {served[0]}), but the exception ended the thread"
             f" {thread}: what that thread did stops from here on.",
+            split_prefix(source, *served),
+        )
+    if served is not None and lasting:
+        return _lowered(
+            incident,
+            "error" if incident.severity == "fatal" else incident.severity,
+            f" The server kept serving (line {served[0]}), but not through what failed: the"
+            " requests that need it fail the same way.",
             split_prefix(source, *served),
         )
     if served is not None:

@@ -48,7 +48,7 @@ REQUIREMENTS = (
 KNOWN_KEYS = {
     "id", "class", "title", "severity", "scope", "triggers", "patterns", "frame", "frameless", "code",
     "innermost", "requires", "flags", "flags_group", "logic", "fix", "priority", "alone", "generic",
-    "explanation", "advice", "doc", "cases",
+    "outlives_serving", "explanation", "advice", "doc", "cases",
 }  # fmt: skip
 # the rule ids of incidents a catalog classed, not a rule file: a raise-site family's
 # (raise_site_rules.py), a frame phase's (frame_phases.py); here so the pipeline names them
@@ -115,6 +115,9 @@ class Rule:
     priority: int = 50
     alone: bool = False
     generic: bool = False
+    # a failure of what the server relies on (a transfer path, a peer), not of one request:
+    # serving after it does not make it survived (engine/survival.py)
+    outlives_serving: bool = False
     cases: tuple[RuleCase, ...] = field(default=(), compare=False)
 
 
@@ -238,6 +241,7 @@ def _build(data: dict[str, Any], path: str) -> Rule:
         fix=data.get("fix"),
         priority=int(data.get("priority", 50)),
         alone=bool(data.get("alone", False)),
+        outlives_serving=bool(data.get("outlives_serving", False)),
         generic=bool(data.get("generic", False)),
         cases=tuple(_case(c) for c in data.get("cases", [])),
     )
