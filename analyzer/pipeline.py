@@ -397,9 +397,11 @@ def _incident(
         explanation = f"{explanation} {found.sentence()}".strip()
     family = found.family if found is not None and rule.generic else None
     # the catch-all crash raised inside a phase that classes anything raised there
-    from analyzer.rulebook.frame_phases import traceback_phase
+    phase = None
+    if rule.generic and not family and traceback:
+        from analyzer.rulebook.frame_phases import traceback_phase
 
-    phase = traceback_phase(traceback) if rule.generic and not family and traceback else None
+        phase = traceback_phase(traceback)
     if phase is not None:
         advice = [*phase.phase.advice, *finding.advice]
         finding = replace(finding, rule_class=phase.phase.rule_class, advice=advice)

@@ -18,14 +18,12 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-import regex
-
 from analyzer.sglang.log_format import TORCHRUN_RANK
 
 SAMPLE_LINES = 400
 MIN_SHARE = 0.5
 MAX_LAYERS = 3
-FENCE = regex.compile(r"^\s*(?:```|~~~)[\w+-]*\s*$")
+FENCE = re.compile(r"^\s*(?:```|~~~)[\w+-]*\s*$")
 GREP_SEPARATOR = "--"
 
 
@@ -36,25 +34,25 @@ class PrefixForm:
     `pattern` is matched where the line, or what the layer peeled before it left, starts."""
 
     name: str
-    pattern: regex.Pattern
+    pattern: re.Pattern
     numbered: bool = False
     # unmistakable on any line (an issue comment quoting a few lines among its prose)
     anywhere: bool = False
     # a column the tool writes after the message, at the line's end, on the lines that carry
     # the prefix (`path`: its text, learnt to find it where the message filled its column)
-    suffix: regex.Pattern | None = None
+    suffix: re.Pattern | None = None
 
 
 FORMS = (
-    PrefixForm("quote", regex.compile(r"> ?"), anywhere=True),
-    PrefixForm("kubectl", regex.compile(r"\[pod/[^\s\]/]+/[^\s\]]+\] "), anywhere=True),
+    PrefixForm("quote", re.compile(r"> ?"), anywhere=True),
+    PrefixForm("kubectl", re.compile(r"\[pod/[^\s\]/]+/[^\s\]]+\] "), anywhere=True),
     PrefixForm(
         "journald",
-        regex.compile(r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [^\s:\[]+(?:\[\d+\])?: "),
+        re.compile(r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [^\s:\[]+(?:\[\d+\])?: "),
     ),
     PrefixForm(
         "timestamp",  # CI runners, CRI/containerd, kubectl --timestamps, GitLab's raw log
-        regex.compile(
+        re.compile(
             r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
             r"(?: (?:stdout|stderr) [FP]| \d\d[OE]\+?)? ?"
             # Jenkins' Timestamper: bracketed, with its zone (SGLang's own `[date time]` has
@@ -66,37 +64,37 @@ FORMS = (
     # workers log the SGLang runtime they host this way (stdout/stderr as logger names)
     PrefixForm(
         "pipe-logger",
-        regex.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? \| [A-Z]+ *\| [\w.-]+ *\| ?"),
+        re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? \| [A-Z]+ *\| [\w.-]+ *\| ?"),
     ),
-    PrefixForm("docker-compose", regex.compile(r"[A-Za-z0-9][\w.-]*\s*\| ?")),
+    PrefixForm("docker-compose", re.compile(r"[A-Za-z0-9][\w.-]*\s*\| ?")),
     # torchrun prefixes the ranks' lines, never its elastic agent's: a share is enough
     PrefixForm("torchrun", TORCHRUN_RANK, anywhere=True),
     PrefixForm(
         "grep-file-number",
-        regex.compile(r"(?P<file>[\w./~-]*\w\.\w+)[:-](?P<number>\d+)(?::|-(?!\d))"),
+        re.compile(r"(?P<file>[\w./~-]*\w\.\w+)[:-](?P<number>\d+)(?::|-(?!\d))"),
         numbered=True,
     ),
-    PrefixForm("grep-number", regex.compile(r"(?P<number>\d+)(?::|-(?!\d))"), numbered=True),
-    PrefixForm("grep-file", regex.compile(r"[^\s:]+\.(?:log|txt|out|err):")),
-    PrefixForm("rank-label", regex.compile(r"\d{1,4}: ")),  # srun --label, pdsh
+    PrefixForm("grep-number", re.compile(r"(?P<number>\d+)(?::|-(?!\d))"), numbered=True),
+    PrefixForm("grep-file", re.compile(r"[^\s:]+\.(?:log|txt|out|err):")),
+    PrefixForm("rank-label", re.compile(r"\d{1,4}: ")),  # srun --label, pdsh
     # a launcher's tag for the worker whose output it relays (`[agg_worker_0] `): a name
     # alone in brackets (SGLang's own `[time TPn]` has a space, torchrun's `[rank0]:` a colon)
-    PrefixForm("worker-tag", regex.compile(r"\[[A-Za-z_][\w.-]*\] ")),
+    PrefixForm("worker-tag", re.compile(r"\[[A-Za-z_][\w.-]*\] ")),
     # rich's RichHandler (a launcher logging its workers' output through it): rich/logging.py
     # RichHandler.get_level_text pads the level to 8, rich/_log_render.py LogRender lays out
     # a `[%x %X]` time column (spaces when the time repeats), the level, the message, and
     # the logging call's `file.py:N` in a column of its own at the right (grid padding 1)
     PrefixForm(
         "rich",
-        regex.compile(
+        re.compile(
             r"(?:\[[^\]\n]{4,40}\] | {4,41})?(?:DEBUG {4}|INFO {5}|WARNING {2}|ERROR {4}|CRITICAL )"
         ),
         # two spaces at least where it is learnt; a message that fills its column runs into it
-        suffix=regex.compile(r"(?<=\S) {2,}(?P<path>[\w.-]+\.py:\d+) *$"),
+        suffix=re.compile(r"(?<=\S) {2,}(?P<path>[\w.-]+\.py:\d+) *$"),
     ),
     # pytest (a CI job testing a server): the exception as `E   Type: message` under the
     # failing code, and the short summary's `FAILED path::test - Type: message`
-    PrefixForm("pytest", regex.compile(r"(?:E {3}|(?:FAILED|ERROR) \S+::\S+ - )"), anywhere=True),
+    PrefixForm("pytest", re.compile(r"(?:E {3}|(?:FAILED|ERROR) \S+::\S+ - )"), anywhere=True),
 )
 
 
@@ -163,8 +161,8 @@ def learned_form(lines: list[str]) -> PrefixForm | None:
     if not shared:
         return None
     shape = max(shared, key=lambda c: (len(c), c))
-    pattern = "".join(r"\d+" if part == "0" else regex.escape(part) for part in _parts(shape))
-    return PrefixForm("learned", regex.compile(pattern))
+    pattern = "".join(r"\d+" if part == "0" else re.escape(part) for part in _parts(shape))
+    return PrefixForm("learned", re.compile(pattern))
 
 
 def _names(shape: str) -> bool:
@@ -172,7 +170,7 @@ def _names(shape: str) -> bool:
 
 
 def _parts(shape: str) -> list[str]:
-    return [p for p in regex.split(r"(0)", shape) if p]
+    return [p for p in re.split(r"(0)", shape) if p]
 
 
 @dataclass(frozen=True)
@@ -213,7 +211,7 @@ class LinePrefixes:
             return len(text), len(text), layers
         return at, max(at, end), layers
 
-    def _column_start(self, text: str, at: int, suffix: regex.Pattern) -> int:
+    def _column_start(self, text: str, at: int, suffix: re.Pattern) -> int:
         kept = text.rstrip()
         for column in self.columns:  # longest first
             if kept.endswith(column) and len(kept) - len(column) > at:
@@ -300,7 +298,7 @@ def _checked(form: PrefixForm | None, lines: list[str]) -> PrefixForm | None:
     return form if form is not None and _consistent_form(lines, (form,)) else None
 
 
-def _increasing(matches: list[regex.Match]) -> bool:
+def _increasing(matches: list[re.Match]) -> bool:
     """grep numbers go up through the input (per file for grep -H across files)."""
     last: dict[str, int] = {}
     for found in matches:
