@@ -79,6 +79,10 @@ def dependency_call(match: Match, log: ScannedLog) -> dict[str, str] | None:
     callee = callee_packages(match)
     if not callee or SGLANG in callee:
         return None
+    if _pasted_alone(match) and _named_class_of(match, callee):
+        # `TypeError: BatchDecodeWithPagedKVCacheWrapper.plan() got an unexpected keyword
+        # argument ...` alone: a class SGLang imports from the package, refusing SGLang's call
+        return {"package": " or ".join(callee), "where": "code (its frames were not pasted)"}
     caller = caller_frame(match, callee)
     if caller is None or file_owner(caller.file) != SGLANG:
         return None
@@ -87,6 +91,17 @@ def dependency_call(match: Match, log: ScannedLog) -> dict[str, str] | None:
         "package": " or ".join(callee),
         "where": f"{caller.function} ({path[path.rfind('sglang/'):]}:{caller.lineno})",
     }
+
+
+def _pasted_alone(match: Match) -> bool:
+    return match.traceback is None or not match.traceback.frames
+
+
+def _named_class_of(match: Match, callee: tuple[str, ...]) -> bool:
+    """The refused function is a method of a class the packages define and SGLang imports
+    (a bare function name alone could be anyone's)."""
+    parts = match.groups.get("qualified", "").rstrip(".").split(".")
+    return bool(parts[-1]) and set(packages_defining(parts[-1])) == set(callee)
 
 
 def own_call(match: Match, log: ScannedLog) -> dict[str, str] | None:
