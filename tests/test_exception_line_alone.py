@@ -1,0 +1,74 @@
+"""An exception line pasted without its traceback (issue 16): classed by what the source that
+raises it says of it alone, and left `unknown` (with the line as evidence) when it does not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from analyzer.pipeline import Options, analyze
+
+CUDA_COUNT = (
+    "RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions "
+    "before calling NumCudaDevices() that might have already set an error? Error 804: forward "
+    "compatibility was attempted on non supported HW"
+)
+
+
+def _root(tmp_path: Path, lines: list[str]):
+    path = tmp_path / "pasted.txt"
+    path.write_text("\n".join(lines) + "\n", "utf-8")
+    report = analyze([str(path)], Options())
+    causes = [i for i in report.incidents if i.severity in ("fatal", "error")]
+    return causes[0] if causes else None
+
+
+@pytest.mark.parametrize(
+    ("lines", "expected_class", "expected_rule"),
+    [
+        # torch/cuda/__init__.py _lazy_init -> torch._C._cuda_init: the GPUs could not be counted
+        ([CUDA_COUNT], "environment", "frame-phase:cuda-init"),
+        # torchrun's agent (torch/distributed/launcher/api.py launch_agent): a worker failed
+        (
+            ["torch.distributed.elastic.multiprocessing.errors.ChildFailedError: "],
+            "silent_death",
+            "child-died",
+        ),
+    ],
+)
+def test_an_exception_line_alone_is_classed_by_its_source(
+    tmp_path, lines, expected_class, expected_rule
+):
+    root = _root(tmp_path, lines)
+    assert root is not None and root.severity == "fatal"
+    assert (root.rule_class, root.rule) == (expected_class, expected_rule)
+    assert root.evidence and root.evidence[-1].body.startswith(lines[-1].strip())
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # the same text as torch.cuda.is_available's warning is no failure to start CUDA
+        "UserWarning: CUDA initialization: " + CUDA_COUNT.removeprefix("RuntimeError: "),
+    ],
+)
+def test_a_near_miss_is_not_classed(tmp_path, line):
+    root = _root(tmp_path, [line])
+    assert root is None or root.rule_class not in ("environment", "silent_death")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # their meaning depends on the code around them: unknown, with the line as evidence
+        "IndexError: list index out of range",
+        "AttributeError: 'NoneType' object has no attribute 'shape'",
+        "AssertionError",
+        "json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)",
+    ],
+)
+def test_a_line_whose_meaning_depends_on_context_stays_unknown(tmp_path, line):
+    root = _root(tmp_path, [line])
+    assert root is not None and root.rule_class == "unknown"
+    assert [e.body for e in root.evidence] == [line]
