@@ -14,7 +14,7 @@ import pytest
 from analyzer.core.model import Frame
 from analyzer.engine.normalize import detect_prefixes
 from analyzer.pipeline import Options, analyze
-from analyzer.rulebook.frame_phases import frame_phases, phase_of
+from analyzer.rulebook.frame_phases import frame_phases, message_phase_of, phase_of
 
 ROOT = Path(__file__).resolve().parent.parent
 CLEAN = [
@@ -367,6 +367,10 @@ def test_a_complete_traceback_raised_in_a_whole_phase_is_of_its_class(tmp_path, 
 def test_every_frame_phase_claims_its_case_and_not_its_negative(phase):
     assert {c.fires for c in phase.cases} == {True, False}
     for case in phase.cases:
+        if case.message is not None:
+            by_message = message_phase_of(case.message)
+            assert (by_message is not None and by_message.phase.id == phase.id) == case.fires
+            continue
         if case.code is not None:
             frames = (
                 Frame("/opt/venv/lib/python3.12/site-packages/torch/x.py", 1, "f", case.code),

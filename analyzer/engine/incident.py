@@ -24,7 +24,7 @@ from analyzer.core.model import (
 
 if TYPE_CHECKING:
     from analyzer.engine.raise_sites import FoundSite
-    from analyzer.rulebook.frame_phases import LogPhaseFound, PhaseFound
+    from analyzer.rulebook.frame_phases import LogPhaseFound, MessagePhaseFound, PhaseFound
 
 UNKNOWN_ADVICE = [
     "No rule recognises this failure: read the last traceback and lines below.",
@@ -113,7 +113,7 @@ def fallback_incident(
     traceback: Traceback,
     found: FoundSite | None = None,
     flags: list[str] | None = None,
-    phase: PhaseFound | LogPhaseFound | None = None,
+    phase: PhaseFound | LogPhaseFound | MessagePhaseFound | None = None,
     death: Line | None = None,
 ) -> Incident:
     """The incident for a traceback no rule explains: of the class of the raise site's
@@ -187,7 +187,10 @@ def _death_incident(
 
 
 def _phase_incident(
-    log: ScannedLog, traceback: Traceback, evidence: list[Line], found: PhaseFound | LogPhaseFound
+    log: ScannedLog,
+    traceback: Traceback,
+    evidence: list[Line],
+    found: PhaseFound | LogPhaseFound | MessagePhaseFound,
 ) -> Incident:
     phase = found.phase
     cut = not traceback.exception_type

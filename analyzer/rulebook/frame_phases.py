@@ -3,7 +3,8 @@
 `analyzer/catalogs/frame_phases.toml` maps SGLang's files and functions to the phases of its
 startup (distributed init, model loading, CUDA graph capture) and each phase to the class its
 failures have; a phase with `code` claims the innermost source line shown (a tensor being
-allocated). Read only for a cut traceback, so a complete log never loads it.
+allocated), one with `frameless` an exception pasted without frames whose message only that
+step raises. Read only for a traceback no rule explains, so a log rules explain never loads it.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ from analyzer.rulebook.vocabulary import PHASE_RULE_PREFIX, RuleError
 from analyzer.sglang.releases import package_path
 
 PHASES_PACKAGE, PHASES_FILE = "analyzer.catalogs", "frame_phases.toml"
-KNOWN_KEYS = {"id", "class", "text", "code", "advice", "frames", "cases", "whole", "log"}
+KNOWN_KEYS = {
+    "id", "class", "text", "code", "frameless", "advice", "frames", "cases", "whole", "log",
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -40,11 +43,13 @@ class FrameSet:
 
 @dataclass(frozen=True)
 class PhaseCase:
-    """A frame (`srt/x.py:function`) or a source line the phase must (not) claim."""
+    """A frame (`srt/x.py:function`), a source line or an exception line pasted alone
+    (`message`) the phase must (not) claim."""
 
     frame: str | None
     code: str | None
     fires: bool
+    message: str | None = None
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,8 @@ class FramePhase:
     rule_class: str
     text: str  # "model loading": what the explanation says the traceback was in
     code: re.Pattern[str] | None = None
+    # an exception line alone (`Type: message`) only this step raises
+    frameless: tuple[re.Pattern[str], ...] = ()
     frames: tuple[FrameSet, ...] = ()
     advice: tuple[str, ...] = ()
     cases: tuple[PhaseCase, ...] = ()
@@ -154,6 +161,27 @@ class LogPhaseFound:
         )
 
 
+@dataclass(frozen=True)
+class MessagePhaseFound:
+    """The phase of an exception pasted without frames, by its message alone."""
+
+    phase: FramePhase
+    message: str
+
+    @property
+    def placement(self) -> str:
+        """What put the failure in the phase, for the explanation."""
+        return f"No frame of it is shown, but only {self.phase.text} raises this message"
+
+
+def message_phase_of(message: str) -> MessagePhaseFound | None:
+    """The phase whose `frameless` patterns claim an exception line (`Type: message`)."""
+    for phase in frame_phases():
+        if any(p.search(message) for p in phase.frameless):
+            return MessagePhaseFound(phase, message)
+    return None
+
+
 def log_phase_of(markers: list[tuple[int, str]], line: int) -> LogPhaseFound | None:
     """The phase whose step the log was in at `line`: the last step marker printed before
     it (a step that ended printed its end marker, which no phase claims)."""
@@ -195,12 +223,13 @@ def _phase(data: dict[str, Any]) -> FramePhase:
         rule_class=str(data["class"]),
         text=str(data["text"]),
         code=re.compile(code) if code else None,
+        frameless=tuple(re.compile(p) for p in string_list(data, "frameless")),
         frames=frames,
         advice=string_list(data, "advice"),
         whole=bool(data.get("whole", False)),
         log=string_list(data, "log"),
         cases=tuple(
-            PhaseCase(c.get("frame"), c.get("code"), bool(c["fires"]))
+            PhaseCase(c.get("frame"), c.get("code"), bool(c["fires"]), c.get("message"))
             for c in data.get("cases", [])
         ),
     )
@@ -215,11 +244,16 @@ def traceback_phase(traceback: Traceback) -> PhaseFound | None:
     return found or feature_phase_of(traceback, whole)
 
 
-def log_phase(traceback: Traceback, log: ScannedLog) -> LogPhaseFound | None:
+def log_phase(traceback: Traceback, log: ScannedLog) -> MessagePhaseFound | LogPhaseFound | None:
     """For an exception no frame places (none pasted, or only SGLang's callers' cut off):
-    the step the log had begun before it. Frames all outside SGLang are someone else's
-    program (a client, a user script): the server's step says nothing of them."""
+    pasted alone, the step only which raises its message; else the step the log had begun
+    before it. Frames all outside SGLang are someone else's program (a client, a user
+    script): the server's step says nothing of them."""
     frames = traceback.frames
+    if not frames and traceback.exception_type:
+        text = f"{traceback.exception_type}: {traceback.exception_message}".rstrip(": ")
+        if (by_message := message_phase_of(text)) is not None:
+            return by_message
     if frames and all(package_path(f.file) is None for f in frames):
         return None
     return log_phase_of(log.phases, traceback.first.number)

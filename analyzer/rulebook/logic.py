@@ -15,6 +15,7 @@ from analyzer.core.model import Match, ScannedLog
 from analyzer.rulebook.features import frame_flags, named_features
 from analyzer.rulebook.log_evidence import first_report, import_time
 from analyzer.rulebook.refused_calls import dependency_call, own_call, sglang_call
+from analyzer.sglang.dependency_names import guarded_import_packages
 from analyzer.sglang.flag_history import shipped_history
 
 SHAPE_PAIR = LazyPattern(
@@ -423,6 +424,15 @@ def raising_frame(match: Match, log: ScannedLog) -> dict[str, str] | None:
     }
 
 
+def skipped_import(match: Match, log: ScannedLog) -> dict[str, str] | None:
+    """A NameError in SGLang's frames; pasted without frames, only for a name SGLang binds
+    only by a guarded import from a dependency (any other name could be any program's)."""
+    if match.traceback is not None and match.traceback.frames:
+        return {}
+    packages = guarded_import_packages(match.groups.get("name", ""))
+    return {"package": " or ".join(packages)} if packages else None
+
+
 # models/registry.py import_model_classes (0.2-0.4 wrote ". " before the error)
 SKIPPED_IMPORT = LazyPattern(
     r"Ignore import error when loading (?P<module>sglang\.srt\.models\.(?P<name>\w+))[.:] "
@@ -486,6 +496,7 @@ LOGIC: dict[str, Callable[[Match, ScannedLog], dict[str, str] | None]] = {
     "dependency_call": dependency_call,
     "own_call": own_call,
     "masked_import": masked_import,
+    "skipped_import": skipped_import,
     "two_flags": two_flags,
     "hidden_dims": hidden_dims,
     "memory_phase": memory_phase,

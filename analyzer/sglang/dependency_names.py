@@ -1,5 +1,6 @@
 """Which package defines a name SGLang imports: `catalogs/dependency_names.json`, built by
-analyzer/sglang/dependency_names_build.py from the shipped releases' `from PACKAGE import NAME`.
+analyzer/sglang/dependency_names_build.py from the shipped releases' `from PACKAGE import NAME`
+(and `as ALIAS`), with the names SGLang binds only when a guarded import of one ran.
 """
 
 from __future__ import annotations
@@ -13,9 +14,14 @@ CATALOG_PACKAGE, CATALOG_FILE = "analyzer.catalogs", "dependency_names.json"
 
 
 @cache
-def _names() -> dict[str, tuple[str, ...]]:
+def _catalog() -> dict:
     text = (package_files(CATALOG_PACKAGE) / CATALOG_FILE).read_text(encoding="utf-8")
-    return {name: tuple(tops) for name, tops in bounded_json.loads(text)["names"].items()}
+    return bounded_json.loads(text)
+
+
+@cache
+def _names() -> dict[str, tuple[str, ...]]:
+    return {name: tuple(tops) for name, tops in _catalog()["names"].items()}
 
 
 def packages_defining(name: str) -> tuple[str, ...]:
@@ -27,3 +33,14 @@ def packages_defining(name: str) -> tuple[str, ...]:
 def dependency_modules() -> frozenset[str]:
     """Every top-level module SGLang imports names from among its dependencies."""
     return frozenset(top for tops in _names().values() for top in tops)
+
+
+@cache
+def _guarded() -> frozenset[str]:
+    return frozenset(_catalog().get("guarded", ()))
+
+
+def guarded_import_packages(name: str) -> tuple[str, ...]:
+    """The packages of a name SGLang binds only under an `if` / `try` of a module (a skipped
+    import leaves it undefined), never by its own code (empty: not such a name)."""
+    return packages_defining(name) if name in _guarded() else ()
