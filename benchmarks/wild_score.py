@@ -198,12 +198,17 @@ def render(result: dict) -> str:
         f"of {fp['fatal_incidents']} inputs given a fatal incident"
     )
     rows.append("")
-    rows.append("per class, wild + negatives:")
+    rows.append("per class, wild + negatives, and the held-out third alone:")
     rows.append("")
-    rows.append("| class | cases | recall | precision |")
-    rows.append("| --- | ---: | ---: | ---: |")
+    rows.append("| class | cases | recall | precision | held out | recall | precision |")
+    rows.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    held = result["held_out"]["per_class"]
     for name, s in result["with_negatives"]["per_class"].items():
-        rows.append(f"| `{name}` | {s['cases']} | {_pct(s['recall'])} | {_pct(s['precision'])} |")
+        h = held.get(name, {"cases": 0, "recall": None, "precision": None})
+        rows.append(
+            f"| `{name}` | {s['cases']} | {_pct(s['recall'])} | {_pct(s['precision'])} "
+            f"| {h['cases']} | {_pct(h['recall'])} | {_pct(h['precision'])} |"
+        )
     return "\n".join(rows) + "\n"
 
 
