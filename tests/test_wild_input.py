@@ -356,6 +356,36 @@ MODEL_FORWARD = ("srt/models/llama.py", "forward", "hidden_states, aux = hidden_
             ],
             "runtime_crash",
         ),
+        # raised while ModelRunner.load_model fills the weights: the model did not load
+        (
+            [
+                (
+                    "srt/model_executor/model_runner.py",
+                    "load_model",
+                    "self.model = self.loader.load_model(",
+                ),
+                (
+                    "srt/model_loader/loader.py",
+                    "load_weights_and_postprocess",
+                    "model.load_weights(weights)",
+                ),
+                ("srt/models/llama.py", "load_weights", "weight_loader(param, loaded_weight)"),
+            ],
+            "model_load",
+        ),
+        # a layer's __init__ runs outside loading too (an attention backend built by
+        # ModelRunner.init_attention_backend): only a cut traceback is placed by it
+        (
+            [
+                (
+                    "srt/model_executor/model_runner.py",
+                    "init_attention_backend",
+                    "self.attn_backend = self._get_attention_backend()",
+                ),
+                ("srt/layers/attention/flashinfer_backend.py", "__init__", "assert x"),
+            ],
+            "runtime_crash",
+        ),
     ],
 )
 def test_a_complete_traceback_raised_in_a_whole_phase_is_of_its_class(tmp_path, frames, expected):

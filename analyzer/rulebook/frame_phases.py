@@ -34,6 +34,7 @@ class FrameSet:
 
     files: tuple[str, ...]
     functions: tuple[str, ...] = ()
+    whole: bool = False  # also classes a complete traceback raised in these frames
 
     def holds(self, path: str, function: str) -> bool:
         return any(glob_path(path, f) for f in self.files) and (
@@ -73,9 +74,10 @@ class FramePhase:
         """The `rule` an incident classified by this phase reports."""
         return f"{PHASE_RULE_PREFIX}{self.id}"
 
-    def holds(self, path: str, function: str) -> bool:
+    def holding(self, path: str, function: str) -> FrameSet | None:
+        """The frame set of the phase that holds the frame, if any."""
         name = function.rsplit(".", 1)[-1]
-        return any(s.holds(path, name) for s in self.frames)
+        return next((s for s in self.frames if s.holds(path, name)), None)
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,7 @@ class PhaseFound:
 
     phase: FramePhase
     frame: Frame
+    whole: bool = False  # the frame is one where any exception is of the phase's class
 
     @property
     def where(self) -> str:
@@ -131,8 +134,8 @@ def phase_of(frames: tuple[Frame, ...]) -> PhaseFound | None:
         if path is None:
             continue
         for phase in phases:
-            if phase.holds(path, frame.function):
-                return PhaseFound(phase, frame)
+            if (held := phase.holding(path, frame.function)) is not None:
+                return PhaseFound(phase, frame, held.whole)
     return None
 
 
@@ -140,7 +143,7 @@ def whole_phase_of(frames: tuple[Frame, ...]) -> PhaseFound | None:
     """The `whole` phase a complete traceback was raised in, by its frames only (an
     allocation's source line says nothing of an exception other than running out)."""
     found = phase_of(tuple(replace(f, code="") for f in frames))
-    return found if found is not None and found.phase.whole else None
+    return found if found is not None and found.whole else None
 
 
 @dataclass(frozen=True)
@@ -204,15 +207,18 @@ def feature_phase_of(traceback: Traceback, whole: bool = False) -> PhaseFound | 
     phase = next((p for p in frame_phases() if p.id == found[0]), None)
     if phase is None or (whole and not phase.whole):
         return None
-    return PhaseFound(phase, found[1])
+    return PhaseFound(phase, found[1], phase.whole)
 
 
 def _phase(data: dict[str, Any]) -> FramePhase:
     unknown = sorted(set(data) - KNOWN_KEYS)
     if unknown:
         raise ValueError(f"unknown key(s) {', '.join(unknown)}")
+    whole = bool(data.get("whole", False))
     frames = tuple(
-        FrameSet(string_list(f, "files"), string_list(f, "functions"))
+        FrameSet(
+            string_list(f, "files"), string_list(f, "functions"), whole or bool(f.get("whole"))
+        )
         for f in data.get("frames", [])
     )
     code = data.get("code")
@@ -226,7 +232,7 @@ def _phase(data: dict[str, Any]) -> FramePhase:
         frameless=tuple(re.compile(p) for p in string_list(data, "frameless")),
         frames=frames,
         advice=string_list(data, "advice"),
-        whole=bool(data.get("whole", False)),
+        whole=whole,
         log=string_list(data, "log"),
         cases=tuple(
             PhaseCase(c.get("frame"), c.get("code"), bool(c["fires"]), c.get("message"))
