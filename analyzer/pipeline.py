@@ -296,6 +296,13 @@ def _fallback(
         before_line=line.number,
     )
     command = choice.command if choice else None
+    if found is None and command is not None:
+        from analyzer.rulebook.predict import predicted_by_command, predicted_match
+
+        if predicted := predicted_by_command(traceback, command, context.catalog):
+            match = predicted_match(predicted, traceback)
+            rule = context.by_id[match.rule_id]
+            return _incident(link(match, rule, context.catalog), rule, log, context, launch)
     named = exception_flags(traceback, context.catalog, command)
     # the flags whose code path failed, set by the user (engine/fault_flags.py)
     faulty = fault_flags(traceback, context.catalog, command)

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from analyzer.core.model import Edit, Finding, Line, Match
+from analyzer.core.model import Edit, Finding, Line, Match, Traceback
 from analyzer.rulebook.conditions import failing_sites
 from analyzer.rulebook.fixes import FixContext, FixPlan, late_choices
 from analyzer.rulebook.registry import FIXES
 from analyzer.sglang.catalog import FlagCatalog, FlagSpec
 from analyzer.sglang.error_catalog import ErrorCatalog, ErrorSite
 from analyzer.sglang.launch_command import LaunchCommand
+from analyzer.sglang.releases import package_path
 
 EAGLE_FAMILY = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE")
 FALSE_WORDS = ("false", "no", "off", "0")
@@ -36,6 +37,7 @@ class Predicted:
     flags: list[str]
     plan: FixPlan = field(default_factory=FixPlan)
     site: ErrorSite | None = None
+    raises: str = ""  # the exception SGLang stops with, when the check is known to raise one
 
 
 def predict(
@@ -175,11 +177,13 @@ def speculative_problems(command: LaunchCommand, catalog: FlagCatalog) -> list[P
         f for f in ("--speculative-eagle-topk", "--speculative-num-draft-tokens") if f in values
     ]
     if steps is None and given:
+        raises = "AssertionError"
         message = (
             f"{' and '.join(given)} without --speculative-num-steps: SGLang {catalog.version} "
             "stops with a bare AssertionError in argument resolution"
         )
     elif steps is not None and "--speculative-eagle-topk" not in values:
+        raises = "TypeError"
         message = (
             "--speculative-num-steps without --speculative-eagle-topk: SGLang "
             f"{catalog.version} stops with a TypeError in argument resolution"
@@ -188,7 +192,56 @@ def speculative_problems(command: LaunchCommand, catalog: FlagCatalog) -> list[P
         return []
     trio = ["--speculative-num-steps", *given]
     plan = FIXES["complete_speculative"](synthetic_finding(message, []), ctx)
-    return [Predicted("speculative", message, trio, plan)]
+    return [Predicted("speculative", message, trio, plan, raises=raises)]
+
+
+# SGLang's argument resolution: launch_server's prepare_server_args, ServerArgs.__post_init__
+# and (0.5.2x) the arg_groups hooks it calls; the trio check runs there
+ARGUMENT_RESOLUTION = ("launch_server.py", "srt/server_args.py", "srt/arg_groups/")
+
+
+def predicted_by_command(
+    traceback: Traceback, command: LaunchCommand, catalog: FlagCatalog
+) -> Predicted | None:
+    """The speculative problem the shown command predicts, when the traceback no rule
+    explains is what SGLang raises for it: a bare AssertionError, or the TypeError on None,
+    whose SGLang frames (if any were pasted) are all argument resolution. A paste often cuts
+    the frame that names the check (`_handle_eagle_family`); the command still shows it."""
+    if traceback.exception_type not in ("AssertionError", "TypeError"):
+        return None
+    message = traceback.exception_message.strip()
+    if traceback.exception_type == "AssertionError" and message:
+        return None  # the trio's assertion is bare; one with words is another check
+    if traceback.exception_type == "TypeError" and "NoneType" not in message:
+        return None
+    paths = [package_path(f.file) for f in traceback.frames]
+    if any(p is not None and not p.startswith(ARGUMENT_RESOLUTION) for p in paths):
+        return None
+    found = speculative_problems(command, catalog)
+    return next((p for p in found if p.raises == traceback.exception_type), None)
+
+
+def predicted_match(predicted: Predicted, traceback: Traceback) -> Match:
+    """The match of SGLang's own rule for the check the command predicts (`spec-assertion`,
+    `spec-type-error`) on the exception line, with the groups its failing source line would
+    have given: the flags of the trio and what the command shows."""
+    assertion = predicted.raises == "AssertionError"
+    rule_id = "spec-assertion" if assertion else "spec-type-error"
+    line = traceback.exception_line
+    groups = {
+        # the checks as 0.5.23 writes them (arg_groups/speculative_hook.py _handle_eagle_family)
+        "check": (
+            "speculative_eagle_topk is None and speculative_num_draft_tokens is None"
+            if assertion
+            else "speculative_eagle_topk > 1"
+        ),
+        "check_flags": " ".join(predicted.flags),
+        "check_meaning": f"The launch command shown predicts it: {predicted.message}.",
+        "message": traceback.exception_message.strip(),
+    }
+    evidence = tuple({ln.number: ln for ln in (traceback.first, line)}.values())
+    ranks = (line.rank_label,) if line.rank_label else ()
+    return Match(rule_id, line, None, groups, evidence, ranks, traceback)
 
 
 def typed_values(command: LaunchCommand, catalog: FlagCatalog) -> dict[str, str]:
