@@ -312,3 +312,26 @@ def test_sglangs_kernel_package_failing_to_load_in_a_script_is_the_environments(
     own = [*missing[:2], "    import pandas", "ModuleNotFoundError: No module named 'pandas'"]
     [client] = _clients(_log(tmp_path, [READY, SERVING, *own]))
     assert "run.py" in client.title
+
+
+def test_an_http_client_librarys_exception_pasted_alone_is_the_clients(tmp_path):
+    # openai-python's connection and timeout errors, requests' and httpx's: only a client
+    # raises them, so the line alone is a client's failure, not an unknown server one
+    for line in (
+        "openai.APIConnectionError: Connection error.",
+        "openai.APITimeoutError: Request timed out.",
+        "httpx.ConnectError: [Errno 111] Connection refused",
+    ):
+        report = _log(tmp_path, [line])
+        assert [i.rule for i in report.incidents] == ["client-error"], line
+        assert report.verdict == "client_error"
+
+
+def test_a_client_librarys_5xx_or_a_warmup_rules_line_alone_is_not_the_clients(tmp_path):
+    # a 5xx answer says the server failed; the server's own warmup calls itself with
+    # requests (http_server._wait_and_warmup), and the warmup rule explains that line
+    answer = "openai.InternalServerError: Error code: 500 - {'object': 'error', 'message': 'x'}"
+    assert _clients(_log(tmp_path, [answer])) == []
+    warmup = "requests.exceptions.InvalidURL: Invalid URL 'http://:30000/model_info': No host supplied"
+    report = _log(tmp_path, [warmup])
+    assert _clients(report) == [] and report.verdict == "warmup_failure"

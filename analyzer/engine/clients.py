@@ -75,12 +75,22 @@ REFUSED = LazyPattern(
 # a request nobody waits for, not a refusal
 CLIENT_GONE = "disconnected from the client side"
 HTTP_CLIENT = "http client"
+# the HTTP client libraries whose exception types a client raises; the server raises them
+# only calling itself in its warmup (http_server._wait_and_warmup), which the warmup rules
+# explain, so only an exception no server rule explains is the client's
+CLIENT_LIBRARIES = ("openai.", "requests.", "httpx.", "httpcore.", "aiohttp.", "urllib3.")
 
 
-def client_of(traceback: Traceback | None) -> str | None:
-    """The client a traceback in a log belongs to: SGLang's benchmark or a user's script."""
-    if traceback is None or not traceback.frames:
+def client_of(traceback: Traceback | None, unexplained: bool = False) -> str | None:
+    """The client a traceback in a log belongs to: SGLang's benchmark or a user's script;
+    an exception line pasted alone that no server rule explains (`unexplained`), an HTTP
+    client library's (its type qualified by the library's module: `openai.APIConnectionError`,
+    `requests.exceptions.ReadTimeout`)."""
+    if traceback is None:
         return None
+    if not traceback.frames:
+        library = unexplained and traceback.exception_type.startswith(CLIENT_LIBRARIES)
+        return HTTP_CLIENT if library and not traceback.chain and clients_own(traceback) else None
     if runs_server_code(traceback) or not clients_own(traceback):
         return None
     return named_client(traceback)

@@ -45,6 +45,7 @@ from analyzer.engine.clients import (
 )
 from analyzer.engine.scan import SERVER_ARGS_MARKERS
 from analyzer.rulebook.logic import HTTP_FRAMEWORKS
+from analyzer.rulebook.vocabulary import PHASE_RULE_PREFIX
 from analyzer.sglang.log_format import split_prefix
 
 # scheduler_components/metrics_reporter.py (`Prefill batch`, `Decode batch`) and uvicorn's
@@ -286,7 +287,8 @@ def judge(
             judged.append(incident)
             continue
         traceback = _traceback_at(log, incident.line)
-        client = client_of(traceback)
+        unexplained = incident.rule == "unknown" or incident.rule.startswith(PHASE_RULE_PREFIX)
+        client = client_of(traceback, unexplained)
         if client is not None:
             judged.append(client_incident(incident, client))
             continue
