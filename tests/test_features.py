@@ -67,6 +67,10 @@ def test_a_message_names_features_by_their_sglang_names():
     )
     assert phrase_flags(budget) == []
     assert phrase_flags("When you use dp attention, set --dp-size.") == []
+    # a placeholder layer for another pipeline stage exists only with --pp-size > 1
+    missing = "'PPMissingLayer' object has no attribute 'layer_scatter_modes'"
+    assert phrase_flags(missing) == ["--pp-size"]
+    assert phrase_flags("'MissingLayer' object has no attribute 'weight'") == []
 
 
 def _traceback(*frames: tuple[str, str]) -> Traceback:
@@ -100,6 +104,15 @@ def test_a_traceback_through_a_features_code_names_its_flag():
     assert frame_flags(_traceback(("mem_cache/memory_pool_host.py", "__init__"))) == []
     assert frame_flags(_traceback(("layers/linear.py", "forward"))) == []
     assert frame_flags(None) == []
+    # the MoE models enter the TBO forward only when the batch can run two-batch overlap
+    tbo = _traceback(
+        ("models/deepseek_v2.py", "forward"),
+        ("batch_overlap/two_batch_overlap.py", "model_forward_maybe_tbo"),
+    )
+    assert frame_flags(tbo) == ["--enable-two-batch-overlap"]
+    # other code of the file (the DP-attention preparer) runs without TBO
+    preparer = _traceback(("batch_overlap/two_batch_overlap.py", "prepare_all_gather"))
+    assert frame_flags(preparer) == []
 
 
 def test_the_draft_path_is_named_only_for_weights_loaded_inside_a_draft_worker():

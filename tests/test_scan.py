@@ -127,6 +127,24 @@ def test_a_headless_traceback_after_an_exception_is_its_own():
     ] * 2
 
 
+def test_frames_whose_leading_path_the_paste_cut_are_still_frames():
+    # `  File "/home/u/env/lib/python3.12/site-packages/` trimmed off by hand
+    cut = [
+        'sglang/multimodal_gen/utils.py", line 169, in parse_args',
+        "   args = self._pull_args_from_config(args)",
+        'sglang/multimodal_gen/utils.py", line 298, in _pull_args_from_config',
+        "   command =  args_before_config[0]",
+        "IndexError: list index out of range",
+    ]
+    (traceback,) = scan(cut).tracebacks
+    assert [f.function for f in traceback.frames] == ["parse_args", "_pull_args_from_config"]
+    assert traceback.frames[1].code == "command =  args_before_config[0]"
+    assert traceback.exception_type == "IndexError"
+    # the same words inside a log record are no frame
+    record = ['[2026-01-01 10:00:00] loaded from cfg.py", line 3, in main']
+    assert scan(record).tracebacks == []
+
+
 def test_usage_dump_is_tied_to_its_error_line_and_token_usage_is_not_usage():
     lines = [
         "[2026-02-23 18:05:01 TP0] Decode batch, #running-req: 1, token usage: 0.82, #queue-req: 0",

@@ -37,7 +37,11 @@ from analyzer.sglang.log_format import (
     stated_version,
 )
 
-FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<lineno>\d+)(?:, in (?P<func>.+))?$')
+# also a frame whose `  File "/leading/path/` the paste cut (`sglang/x.py", line 3, in f`)
+FRAME = re.compile(
+    r'^\s*(?:File "|(?=[^"\s]+\.py", line \d))(?P<file>[^"]+)", line (?P<lineno>\d+)'
+    r"(?:, in (?P<func>.+))?$"
+)
 EXCEPTION = LazyPattern(r"^(?P<type>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(?::\s?(?P<msg>.*))?$")
 CHAIN_MARKERS = (
     "During handling of the above exception, another exception occurred:",
