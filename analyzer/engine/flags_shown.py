@@ -12,11 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from analyzer.core.model import Line, Traceback
 from analyzer.core.read import MAX_LINE_BYTES, TextInput
 from analyzer.engine.literal_scan import LiteralFinder
-from analyzer.sglang.flag_lines import FlagLines, flag_lines_for
+
+if TYPE_CHECKING:
+    from analyzer.sglang.flag_lines import FlagLines
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,9 @@ class FlagsShown:
     def before(self, number: int) -> dict[str, Shown]:
         """Flag -> the first line before line `number` that shows it on."""
         if self._found is None:
+            # imported here: an input whose command is known never loads the map
+            from analyzer.sglang.flag_lines import flag_lines_for
+
             lines = flag_lines_for(self.version)
             self._found = [] if lines is None else _shown(lines, self._read(lines))
         shown: dict[str, Shown] = {}

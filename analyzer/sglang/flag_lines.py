@@ -11,11 +11,10 @@ unguarded by another, and one guarded alike across releases is the least likely 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-
-import regex
 
 from analyzer.core import bounded_json
 from analyzer.sglang.catalog import version_key
@@ -31,9 +30,18 @@ class FlagLine:
     anchor a line must hold before the matcher runs) and the SGLang site that logs it."""
 
     flags: tuple[str, ...]
-    pattern: regex.Pattern[str]
+    pattern: str
     anchor: str
     site: str
+
+    def matches(self, text: str) -> bool:
+        return _compiled(self.pattern).search(text) is not None
+
+
+@cache
+def _compiled(pattern: str) -> re.Pattern[str]:
+    """Compiled on the first line holding its anchor: most are never needed."""
+    return re.compile(pattern)
 
 
 class FlagLines:
@@ -55,15 +63,15 @@ class FlagLines:
             for anchor, entries in self.by_anchor.items()
             if anchor in text
             for entry in entries
-            if entry.pattern.search(text)
+            if entry.matches(text)
         ]
 
 
 def _entry(data: dict) -> FlagLine:
     pieces = [p if isinstance(p, str) else None for p in data["pieces"]]
-    pattern = "".join(WILDCARD if p is None else regex.escape(p) for p in pieces)
+    pattern = "".join(WILDCARD if p is None else re.escape(p) for p in pieces)
     anchor = max((p for p in pieces if p is not None), key=len)
-    return FlagLine(tuple(data["flags"]), regex.compile(pattern), anchor, data.get("site", ""))
+    return FlagLine(tuple(data["flags"]), pattern, anchor, data.get("site", ""))
 
 
 @cache
@@ -93,7 +101,7 @@ def flag_lines_for(version: str | None) -> FlagLines | None:
         return None
     try:
         return FlagLines(chosen, [_entry(e) for e in data])
-    except (KeyError, ValueError, regex.error):
+    except (KeyError, ValueError, re.error):
         return None
 
 
@@ -114,7 +122,7 @@ def _shared(versions: tuple[str, ...]) -> FlagLines | None:
     ]
     try:
         return FlagLines("shared", [_entry(e) for e in shared])
-    except (KeyError, ValueError, regex.error):
+    except (KeyError, ValueError, re.error):
         return None
 
 
