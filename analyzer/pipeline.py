@@ -549,7 +549,7 @@ def _analyze_transcript(
                 told = by_messages(choice, log, all_catalogs())
                 here = _with_catalog(context, summary, told)
             release = here.catalog.version if choice.evidence else None
-            here = replace(here, shown=shown_in_lines(view.lines, release))
+            here = replace(here, shown=shown_in_lines(view.lines, text_input.path, release))
             # a view is part of a log, possibly taken mid-startup: whole-log verdicts
             # (empty, ended without error) are the transcript's to make, with its evidence
             source = "transcript" if launch else "log"

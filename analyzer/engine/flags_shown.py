@@ -75,9 +75,9 @@ def shown_in_input(text_input: TextInput, version: str | None) -> FlagsShown:
     return FlagsShown(version, read)
 
 
-def shown_in_lines(lines: list[Line], version: str | None) -> FlagsShown:
-    """For log text already in memory (a transcript's view of a log)."""
-    return FlagsShown(version, lambda _: lines)
+def shown_in_lines(lines: list[tuple[int, str]], source: str, version: str | None) -> FlagsShown:
+    """For log text already in memory (a transcript's view of a log: numbered lines)."""
+    return FlagsShown(version, lambda _: (Line(source, n, text, text) for n, text in lines))
 
 
 def _anchored_lines(text_input: TextInput, finder: LiteralFinder) -> Iterator[Line]:
