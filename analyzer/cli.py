@@ -418,6 +418,7 @@ def catalog_build(
     from analyzer.core.output import replaced_atomically
     from analyzer.sglang.code_paths_build import write_beside as write_paths_beside
     from analyzer.sglang.error_catalog_build import write_beside
+    from analyzer.sglang.flag_lines_build import write_beside as write_lines_beside
 
     try:
         write_catalog(str(output))
@@ -427,12 +428,14 @@ def catalog_build(
             return
         errors, count = write_beside(output)
         paths, functions = write_paths_beside(output)
+        lines, messages = write_lines_beside(output)
     except ImportError as exc:
         raise fail(f"sglang is not importable here ({exc}); install loganalyze[sglang]") from None
     except OutputError as exc:
         raise fail(str(exc)) from None
     typer.echo(f"wrote {errors} ({count} error sites)")
     typer.echo(f"wrote {paths} ({functions} functions' server-argument reads)")
+    typer.echo(f"wrote {lines} ({messages} messages logged only with a flag set)")
 
 
 @catalog_app.command("show", context_settings={"ignore_unknown_options": True})
