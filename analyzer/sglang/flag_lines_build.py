@@ -27,28 +27,26 @@ nothing of the user's choice and are left out.
 
 from __future__ import annotations
 
-import argparse
 import ast
 import json
 import os
 import re
-import subprocess
-import sys
 import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from analyzer.core.output import OutputError, write_output
+from analyzer.core.output import write_output
 from analyzer.sglang.code_paths_build import SERVER_ARGS_FILES
-from analyzer.sglang.release_source import locate_package, package_version
+from analyzer.sglang.release_source import SourceMiner, package_version
 from analyzer.sglang.source_guards import (
-    UNKNOWN,
     Fact,
     Guards,
+    argument_fields,
     assigned_fields,
     direct_copies,
+    evidence_test,
     local_copies,
     local_holders,
     resolved_values,
@@ -298,13 +296,7 @@ def _rendered(pieces: Sequence[str | None]) -> str:
 
 def build_flag_lines(package: Path, flag_catalog: dict[str, Any]) -> dict[str, Any]:
     """The flag-on lines of the release at `package`, flags from its `flag_catalog`."""
-    long_of: dict[str, str] = {}
-    default_of: dict[str, Any] = {}
-    for option in flag_catalog["options"]:
-        strings = option["option_strings"]
-        if option["dest"] not in long_of:
-            long_of[option["dest"]] = next((s for s in strings if s.startswith("--")), strings[0])
-            default_of[option["dest"]] = option.get("default")
+    long_of, default_of = argument_fields(flag_catalog)
     dests = frozenset(long_of)
     messages: list[Message] = []
     resolved: dict[str, list[Any]] = {}
@@ -312,16 +304,7 @@ def build_flag_lines(package: Path, flag_catalog: dict[str, Any]) -> dict[str, A
         rel = path.relative_to(package).as_posix()
         messages += mine_file(path, rel, dests, resolved)
 
-    def is_evidence(fact: Fact) -> bool:
-        """The default cannot satisfy the fact, nor (but for an opt-in switch, default
-        False) a value SGLang assigns the setting itself."""
-        default = default_of[fact.field]
-        if fact.holds_for(default) is not False:
-            return False
-        if isinstance(default, bool):
-            return True
-        values = resolved.get(fact.field, [])
-        return all(v is not UNKNOWN and fact.holds_for(v) is False for v in values)
+    is_evidence = evidence_test(default_of, resolved)
 
     def flags_of(message: Message) -> frozenset[str]:
         return frozenset(long_of[f.field] for f in message.facts if is_evidence(f))
@@ -375,48 +358,15 @@ def write_flag_lines(
     return len(data["entries"])
 
 
-def write_beside(flag_catalog_path: str | os.PathLike[str]) -> tuple[Path, int]:
-    """After `catalog build -o F`: mine the same (importable) sglang into
-    `flaglines-VERSION.json` next to F, flags mapped through the catalog just written."""
-    flags = json.loads(Path(flag_catalog_path).read_text(encoding="utf-8"))
-    package = locate_package()
-    path = Path(flag_catalog_path).parent / f"{PREFIX}{package_version(package)}{SUFFIX}"
-    return path, write_flag_lines(path, package, flags)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m analyzer.sglang.flag_lines_build [-o FILE] [--python PY | --package-dir DIR]`."""
-    from analyzer.sglang.error_catalog_build import flag_catalog_data
-
-    cli = argparse.ArgumentParser(
-        prog="python -m analyzer.sglang.flag_lines_build",
-        description="Mine the messages SGLang logs only when a flag is set (JSON).",
-    )
-    cli.add_argument("-o", "--output", help="default: analyzer/catalogs/flaglines-VERSION.json")
-    cli.add_argument("--python", help="the Python whose sglang to mine (PYTHONPATH applies)")
-    cli.add_argument("--package-dir", type=Path, help="an sglang package folder to mine")
-    cli.add_argument("--flag-catalog", type=Path, help="default: the shipped one of the release")
-    args = cli.parse_args(list(argv) if argv is not None else None)
-    try:
-        package = args.package_dir or locate_package(args.python)
-        version = package_version(package)
-        if args.flag_catalog:
-            flags = json.loads(args.flag_catalog.read_text(encoding="utf-8"))
-        else:
-            flags = flag_catalog_data(version)
-    except (OSError, ValueError, subprocess.SubprocessError) as exc:
-        print(f"flag_lines_build: {exc}", file=sys.stderr)
-        return 2
-    default = Path(__file__).parent.parent / "catalogs" / f"{PREFIX}{version}{SUFFIX}"
-    output = args.output or str(default)
-    try:
-        count = write_flag_lines(output, package, flags)
-    except OutputError as exc:
-        print(f"flag_lines_build: {exc}", file=sys.stderr)
-        return 2
-    print(f"wrote {output} ({count} flag-on lines, sglang {version})")
-    return 0
+MINER = SourceMiner(
+    "analyzer.sglang.flag_lines_build",
+    "Mine the messages SGLang logs only when a flag is set (JSON).",
+    PREFIX,
+    "flag-on lines",
+    write_flag_lines,
+)
+write_beside = MINER.write_beside
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(MINER.main())

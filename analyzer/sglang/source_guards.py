@@ -11,6 +11,7 @@ server_args.F`). `resolved_values` gives the values SGLang assigns a setting its
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -255,3 +256,33 @@ def _constant(node: ast.expr) -> Any:
         return ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return UNKNOWN
+
+
+def argument_fields(flag_catalog: dict[str, Any]) -> tuple[dict[str, str], dict[str, Any]]:
+    """Server-argument field -> its long option, and -> its default, from a flag catalog."""
+    long_of: dict[str, str] = {}
+    default_of: dict[str, Any] = {}
+    for option in flag_catalog["options"]:
+        strings = option["option_strings"]
+        if option["dest"] not in long_of:
+            long_of[option["dest"]] = next((s for s in strings if s.startswith("--")), strings[0])
+            default_of[option["dest"]] = option.get("default")
+    return long_of, default_of
+
+
+def evidence_test(
+    default_of: dict[str, Any], resolved: dict[str, list[Any]]
+) -> Callable[[Fact], bool]:
+    """Whether a fact is evidence of its flag being set: the default cannot satisfy it, nor
+    (but for an opt-in switch, default False) a value SGLang assigns the setting itself."""
+
+    def is_evidence(fact: Fact) -> bool:
+        default = default_of[fact.field]
+        if fact.holds_for(default) is not False:
+            return False
+        if isinstance(default, bool):
+            return True
+        values = resolved.get(fact.field, [])
+        return all(v is not UNKNOWN and fact.holds_for(v) is False for v in values)
+
+    return is_evidence
