@@ -28,7 +28,8 @@ from analyzer.engine.clients import PRIORITIES as CLIENT_PRIORITIES
 from analyzer.engine.correct import choose_command, propose
 from analyzer.engine.fault_dump import with_fault_dump
 from analyzer.engine.fault_flags import fault_flags
-from analyzer.engine.flags_shown import FlagsShown, shown_in_input, shown_in_lines, with_shown
+from analyzer.engine.flags_shown import FlagsShown, shown_in_input, shown_in_lines
+from analyzer.engine.guarded_frames import with_evidence
 from analyzer.engine.link import (
     canonical_flag,
     exception_flags,
@@ -322,8 +323,9 @@ def _fallback(
         incident = incidents_stage.fallback_incident(
             log, traceback, found, reported_flags(flags, context.catalog), death=death
         )
-    shown = context.shown if command is None else None
-    incident.explanation = with_shown(incident.explanation, faulty, shown, traceback)
+    incident.explanation = with_evidence(
+        incident.explanation, faulty, traceback, context.catalog, command, context.shown
+    )
     return incident
 
 
@@ -400,8 +402,9 @@ def _incident(
     # the flags its exception message spells (an option, a field, a field in prose)
     named = exception_flags(traceback, context.catalog, choice.command if choice else None)
     flags.extend(f for f in named if f not in flags)
-    shown = context.shown if command is None else None
-    explanation = with_shown(finding.explanation, faulty, shown, traceback)
+    explanation = with_evidence(
+        finding.explanation, faulty, traceback, context.catalog, command, context.shown
+    )
     found = _raise_site(match, context)
     if found is not None:
         blamed = site_flags(found.site, context.catalog, choice.command if choice else None)

@@ -13,7 +13,9 @@ reads a setting left at its `None` default names the flag that is missing.
 
 Without a command the log's own lines may say which settings were on: a line SGLang logs
 only when a flag is set (engine/flags_shown.py) counts as the command setting it. Without
-such a line either, only the missing flag is told.
+such a line either, only the missing flag is told, and the flags of code SGLang runs only
+with them set that the traceback ran through (engine/guarded_frames.py; with a command,
+those the command sets so).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import re
 from typing import TYPE_CHECKING
 
 from analyzer.core.model import Frame, Traceback
+from analyzer.engine.guarded_frames import guarded_frames, input_release
 from analyzer.rulebook.features import frame_flags
 from analyzer.sglang.catalog import FlagCatalog
 from analyzer.sglang.code_paths import code_paths_for
@@ -71,6 +74,9 @@ def fault_flags(
     else:
         given = set()
     found = [f for part in parts for f in _missing(part, catalog, given)]
+    # code SGLang runs only with a flag set (engine/guarded_frames.py)
+    release = input_release(shown, catalog)
+    found += [g.flag for g in guarded_frames(traceback, catalog, command, release)]
     if not given:
         return list(dict.fromkeys(found))
     paths = code_paths_for(catalog.version) if code_paths else None
