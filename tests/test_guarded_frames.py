@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from analyzer.pipeline import Options, analyze
-from analyzer.sglang.guarded_code import guarded_code_for, shipped_guarded_versions
+from analyzer.sglang.guarded_code import GuardedCode, guarded_code_for, shipped_guarded_versions
 from analyzer.sglang.guarded_code_build import build_guarded_code
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -245,3 +245,19 @@ def test_frames_through_unguarded_code_name_nothing(tmp_path):
     incident = _incident(tmp_path, RADIX_CRASH)
     assert HICACHE not in incident["flags"]
     assert "runs only with it set" not in incident["explanation"]
+
+
+def test_unknown_release_reads_the_newest_map_that_knows_the_file():
+    """A newer release listing the file but not the function runs that function unguarded:
+    an older release's guard is not used for it."""
+    entry = [{"needs": [["--enable-cache", "truthy", None]], "site": "srt/s.py:3"}]
+    code = GuardedCode(
+        [
+            ("2.0", {"srt/cache.py": {"other": entry}}),
+            ("1.0", {"srt/cache.py": {"alloc": entry}, "srt/old.py": {"run": entry}}),
+        ]
+    )
+    assert code.guards(f"{SITE}/sglang/srt/cache.py", "alloc") == []
+    [guard] = code.guards(f"{SITE}/sglang/srt/old.py", "run")
+    assert (guard.flags, guard.release) == (("--enable-cache",), "1.0")
+    assert code.guards("/home/me/app.py", "run") == []

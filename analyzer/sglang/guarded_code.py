@@ -5,7 +5,8 @@
 `guards(frame_file, function)`: the ways that function comes to run, each the flag values it
 needs and the SGLang site whose guard gives them. A log of a known release is read with its
 own map (else the nearest older, else the oldest); a log that says nothing of its release
-with the newest map that lists the function (a function's guard outlives its line numbers).
+with the newest map that lists the function's file (a function's guard outlives its line
+numbers; a file listed without the function says that release runs it unguarded).
 """
 
 from __future__ import annotations
@@ -62,9 +63,8 @@ class GuardedCode:
             return []
         rel = path[at + len("sglang/") :]
         for release, files in self.maps:
-            entries = files.get(rel, {}).get(function)
-            if entries:
-                return [_guard(e, release) for e in entries]
+            if rel in files:  # the newest release that guards any of the file's code decides
+                return [_guard(e, release) for e in files[rel].get(function, [])]
         return []
 
 
