@@ -85,6 +85,7 @@ FLAGS = {
         {"dest": "enable_cache", "option_strings": ["--enable-cache"], "default": False},
         {"dest": "backend", "option_strings": ["--backend"], "default": "auto"},
         {"dest": "disable_radix", "option_strings": ["--disable-radix"], "default": False},
+        {"dest": "page_size", "option_strings": ["--page-size"], "default": None},
     ],
 }
 
@@ -137,16 +138,19 @@ def test_guard_reaches_a_class_through_the_class_that_builds_it(tmp_path):
 
 
 def test_guarded_and_unguarded_uses_and_cycles(tmp_path):
-    """A name used once unguarded is not guarded; one used only by itself is not; a use
-    in the package's own tests says nothing; an `== value` guard is kept with its value."""
+    """A name used once unguarded is not guarded; one used only by itself is not; nor one
+    guarded by an order comparison of a None default; a use in the package's own tests says
+    nothing; an `== value` guard is kept with its value."""
     package = _package(
         tmp_path,
         {
             "srt/entry.py": """
-                from sglang.srt.parts import Fast, Slow, loop
+                from sglang.srt.parts import Fast, Slow, loop, Paged
                 def start(server_args):
                     if server_args.backend == "fast":
                         Fast()
+                    if server_args.page_size <= 1:
+                        Paged()
                     Slow()
                     if server_args.enable_cache:
                         return
@@ -161,6 +165,9 @@ def test_guarded_and_unguarded_uses_and_cycles(tmp_path):
                         pass
                 def loop():
                     return loop()
+                class Paged:
+                    def alloc(self):
+                        pass
             """,
             "srt/test_parts.py": """
                 from sglang.srt.parts import Fast
@@ -173,6 +180,7 @@ def test_guarded_and_unguarded_uses_and_cycles(tmp_path):
     assert parts["go"] == [{"needs": [["--backend", "eq", "fast"]], "site": "srt/entry.py:5"}]
     assert "crawl" not in parts  # Slow() runs unguarded first
     assert "loop" not in parts  # used only by itself
+    assert "alloc" not in parts  # `page_size <= 1` of a None default SGLang fills itself
 
 
 def test_mined_from_an_installed_release_real_source():

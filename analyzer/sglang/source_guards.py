@@ -58,6 +58,7 @@ FLIP = {"truthy": "falsy", "falsy": "truthy", "none": "not_none", "not_none": "n
         "gt": "le", "le": "gt", "lt": "ge", "ge": "lt"}  # fmt: skip
 COMPARE = {ast.Eq: "eq", ast.NotEq: "ne", ast.In: "in", ast.NotIn: "not_in",
            ast.Gt: "gt", ast.GtE: "ge", ast.Lt: "lt", ast.LtE: "le"}  # fmt: skip
+ORDER = frozenset({"gt", "ge", "lt", "le"})
 MIRROR = {"gt": "lt", "lt": "gt", "ge": "le", "le": "ge", "eq": "eq", "ne": "ne"}
 
 
@@ -274,12 +275,16 @@ def evidence_test(
     default_of: dict[str, Any], resolved: dict[str, list[Any]]
 ) -> Callable[[Fact], bool]:
     """Whether a fact is evidence of its flag being set: the default cannot satisfy it, nor
-    (but for an opt-in switch, default False) a value SGLang assigns the setting itself."""
+    (but for an opt-in switch, default False) a value SGLang assigns the setting itself; an
+    order comparison of a setting whose default is None is none (`page_size <= 1`: SGLang
+    fills the None, and the value it picks is not always an assignment read here)."""
 
     def is_evidence(fact: Fact) -> bool:
         default = default_of[fact.field]
         if fact.holds_for(default) is not False:
             return False
+        if default is None and fact.op in ORDER:
+            return False  # a None default is SGLang's to fill: its value compares either way
         if isinstance(default, bool):
             return True
         values = resolved.get(fact.field, [])
