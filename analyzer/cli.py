@@ -415,24 +415,26 @@ def catalog_build(
         from analyzer.sglang.catalog_build import write_catalog
     except ImportError as exc:
         raise fail(f"cannot build a catalog: {exc}") from None
-    from analyzer.core.output import replaced_atomically
-    from analyzer.sglang.code_paths_build import write_beside as write_paths_beside
-    from analyzer.sglang.error_catalog_build import write_beside
+    from importlib import import_module
 
+    from analyzer.core.output import replaced_atomically
+
+    # the catalogs mined from the same release's source, written beside the flag catalog
+    names = ("error_catalog", "code_paths", "flag_lines", "guarded_code")
+    miners = [import_module(f"analyzer.sglang.{name}_build").MINER for name in names]
     try:
         write_catalog(str(output))
         typer.echo(f"wrote {output}")
         if not replaced_atomically(output):
             typer.echo(f"{output} is not a regular file: no error catalog written beside it")
             return
-        errors, count = write_beside(output)
-        paths, functions = write_paths_beside(output)
+        written = [(m.write_beside(output), m.counted) for m in miners]
     except ImportError as exc:
         raise fail(f"sglang is not importable here ({exc}); install loganalyze[sglang]") from None
     except OutputError as exc:
         raise fail(str(exc)) from None
-    typer.echo(f"wrote {errors} ({count} error sites)")
-    typer.echo(f"wrote {paths} ({functions} functions' server-argument reads)")
+    for (path, count), what in written:
+        typer.echo(f"wrote {path} ({count} {what})")
 
 
 @catalog_app.command("show", context_settings={"ignore_unknown_options": True})

@@ -28,6 +28,8 @@ from analyzer.engine.clients import PRIORITIES as CLIENT_PRIORITIES
 from analyzer.engine.correct import choose_command, propose
 from analyzer.engine.fault_dump import with_fault_dump
 from analyzer.engine.fault_flags import fault_flags
+from analyzer.engine.flags_shown import FlagsShown, shown_in_input, shown_in_lines
+from analyzer.engine.guarded_frames import with_evidence
 from analyzer.engine.link import (
     canonical_flag,
     exception_flags,
@@ -85,6 +87,7 @@ class _Context:
     catalog: FlagCatalog
     options: Options
     named_release: str | None = None  # a release only exception messages told: named in sites
+    shown: FlagsShown | None = None  # the flags the input's lines show on (no command known)
 
 
 def analyze(
@@ -121,7 +124,7 @@ def analyze(
         log = _scan(watched_input, summary, triggers, finder)
         if log is None:
             continue
-        here = _for_input(context, summary, log)
+        here = _for_input(context, summary, log, text_input)
         incidents = analyze_log(log, here, signs=watched_input.signs)
         incidents.extend(_command_incidents(log, here))
         found.extend(incidents)
@@ -139,12 +142,16 @@ def analyze(
     return redact_report(report)
 
 
-def _for_input(context: _Context, summary: InputSummary, log: ScannedLog) -> _Context:
-    """The context with the catalog of the SGLang that wrote this input (or its usage text)."""
+def _for_input(
+    context: _Context, summary: InputSummary, log: ScannedLog, text_input: TextInput
+) -> _Context:
+    """The context with the catalog of the SGLang that wrote this input (or its usage text),
+    and the flags its lines show on."""
     options = context.options
     choice = choose_version(log, all_catalogs(), options.sglang_version, options.command)
-    context = _with_catalog(context, summary, choice)
-    return replace(context, catalog=catalog_for_usage(log, context.catalog, summary))
+    here = _with_catalog(context, summary, choice)
+    shown = shown_in_input(text_input, choice.version if choice.evidence else None)
+    return replace(here, catalog=catalog_for_usage(log, here.catalog, summary), shown=shown)
 
 
 def _with_catalog(context: _Context, summary: InputSummary, choice: VersionChoice) -> _Context:
@@ -305,23 +312,28 @@ def _fallback(
             return _incident(link(match, rule, context.catalog), rule, log, context, launch)
     named = exception_flags(traceback, context.catalog, command)
     # the flags whose code path failed, set by the user (engine/fault_flags.py)
-    faulty = fault_flags(traceback, context.catalog, command)
+    faulty = fault_flags(traceback, context.catalog, command, shown=context.shown)
     if found is None:
         flags = list(dict.fromkeys([*named, *faulty, *traceback_flags(traceback)]))
-        return incidents_stage.fallback_incident(
+        incident = incidents_stage.fallback_incident(
             log,
             traceback,
             flags=reported_flags(flags, context.catalog),
             phase=traceback_phase(traceback) or log_phase(traceback, log),
             death=death,
         )
-    flags = site_flags(found.site, context.catalog, command)
-    flags += [f for f in faulty if f not in flags]
-    flags += [f for f in traceback_flags(traceback) if f not in flags]
-    flags += [f for f in named if f not in flags]
-    return incidents_stage.fallback_incident(
-        log, traceback, found, reported_flags(flags, context.catalog), death=death
+    else:
+        flags = site_flags(found.site, context.catalog, command)
+        flags += [f for f in faulty if f not in flags]
+        flags += [f for f in traceback_flags(traceback) if f not in flags]
+        flags += [f for f in named if f not in flags]
+        incident = incidents_stage.fallback_incident(
+            log, traceback, found, reported_flags(flags, context.catalog), death=death
+        )
+    incident.explanation = with_evidence(
+        incident.explanation, faulty, traceback, context.catalog, command, context.shown
     )
+    return incident
 
 
 def _raise_site(match: Match, context: _Context) -> FoundSite | None:
@@ -387,7 +399,8 @@ def _incident(
     # then the rule's own (often its advice: --disable-cuda-graph for any capture failure)
     fixed = {canonical_flag(f, context.catalog) for f in rule.flags}
     command = choice.command if choice else None
-    faulty = fault_flags(traceback, context.catalog, command, rule.generic or not rule.flags)
+    code_paths = rule.generic or not rule.flags
+    faulty = fault_flags(traceback, context.catalog, command, code_paths, context.shown)
     flags = [f for f in finding.flags if f not in fixed]
     flags += [f for f in faulty if f not in flags]
     flags += [f for f in (*finding.flags, *proposal.flags) if f not in flags]
@@ -396,7 +409,9 @@ def _incident(
     # the flags its exception message spells (an option, a field, a field in prose)
     named = exception_flags(traceback, context.catalog, choice.command if choice else None)
     flags.extend(f for f in named if f not in flags)
-    explanation = finding.explanation
+    explanation = with_evidence(
+        finding.explanation, faulty, traceback, context.catalog, command, context.shown
+    )
     found = _raise_site(match, context)
     if found is not None:
         blamed = site_flags(found.site, context.catalog, choice.command if choice else None)
@@ -550,7 +565,12 @@ def _analyze_transcript(
             if not choice.evidence:  # the log text shown may still name its release
                 told = by_messages(choice, log, all_catalogs())
                 here = _with_catalog(context, summary, told)
-            here = replace(here, catalog=catalog_for_usage(log, here.catalog, summary))
+            release = here.catalog.version if choice.evidence else None
+            here = replace(
+                here,
+                catalog=catalog_for_usage(log, here.catalog, summary),
+                shown=shown_in_lines(view.lines, text_input.path, release),
+            )
             # a view is part of a log, possibly taken mid-startup: whole-log verdicts
             # (empty, ended without error) are the transcript's to make, with its evidence
             source = "transcript" if launch else "log"

@@ -11,7 +11,11 @@ a flag the launch command (or the log's `server_args=ServerArgs(...)` record) se
 default is no one's choice, with one exception: a `NoneType` error on a statement that
 reads a setting left at its `None` default names the flag that is missing.
 
-Without a command nothing says which settings were chosen: only that missing flag is told.
+Without a command the log's own lines may say which settings were on: a line SGLang logs
+only when a flag is set (engine/flags_shown.py) counts as the command setting it. Without
+such a line either, only the missing flag is told, and the flags of code SGLang runs only
+with them set that the traceback ran through (engine/guarded_frames.py; with a command,
+those the command sets so).
 """
 
 from __future__ import annotations
@@ -20,11 +24,13 @@ import re
 from typing import TYPE_CHECKING
 
 from analyzer.core.model import Frame, Traceback
+from analyzer.engine.guarded_frames import guarded_frames, input_release
 from analyzer.rulebook.features import frame_flags
 from analyzer.sglang.catalog import FlagCatalog
 from analyzer.sglang.code_paths import code_paths_for
 
 if TYPE_CHECKING:
+    from analyzer.engine.flags_shown import FlagsShown
     from analyzer.sglang.launch_command import LaunchCommand
 
 SGLANG_CODE = "sglang/srt/"
@@ -47,21 +53,32 @@ def fault_flags(
     catalog: FlagCatalog,
     command: LaunchCommand | None,
     code_paths: bool = True,
+    shown: FlagsShown | None = None,
 ) -> list[str]:
     """Candidate offending flags of a traceback, the innermost code first.
 
     `code_paths=False` for a failure a specific rule explains with flags of its own (an
     EAGLE-3 draft run as a plain model names --speculative-draft-model-path): the settings
     its code read are then no more than the context it ran in, and only the missing flag
-    and the features whose third-party code ran are added.
+    and the features whose third-party code ran are added. With no command, `shown` gives
+    the flags the log's lines before the traceback show on.
     """
     if traceback is None:
         return []
     parts = (traceback, *traceback.chain)
-    found = [f for part in parts for f in _missing(part, catalog, command)]
-    if command is None:
+    if command is not None:
+        given = {catalog.canonical(f) for f in command.flags()} - {None}
+    elif shown is not None:
+        on = shown.before(traceback.first.number)
+        given = {catalog.canonical(f) for f in on} - {None}
+    else:
+        given = set()
+    found = [f for part in parts for f in _missing(part, catalog, given)]
+    # code SGLang runs only with a flag set (engine/guarded_frames.py)
+    release = input_release(shown, catalog)
+    found += [g.flag for g in guarded_frames(traceback, catalog, command, release)]
+    if not given:
         return list(dict.fromkeys(found))
-    given = {catalog.canonical(f) for f in command.flags()} - {None}
     paths = code_paths_for(catalog.version) if code_paths else None
     # settings read all over the code (--tp-size, --model-path) point at no code path
     general = paths.ubiquitous if paths is not None else frozenset()
@@ -77,7 +94,7 @@ def fault_flags(
     return list(dict.fromkeys(c for f in found if (c := catalog.canonical(f))))
 
 
-def _missing(part: Traceback, catalog: FlagCatalog, command: LaunchCommand | None) -> list[str]:
+def _missing(part: Traceback, catalog: FlagCatalog, given: set[str | None]) -> list[str]:
     """`'>' not supported between instances of 'NoneType' and 'int'` on a statement that
     reads a setting whose default is None, which the command does not set: that flag."""
     if part.exception_type.rsplit(".", 1)[-1] not in NONE_ERRORS:
@@ -87,7 +104,6 @@ def _missing(part: Traceback, catalog: FlagCatalog, command: LaunchCommand | Non
     frame = part.last_frame
     if SGLANG_CODE not in _path(frame):
         return []
-    given = {catalog.canonical(f) for f in command.flags()} if command is not None else set()
     missing = []
     for flag in _statement_flags(frame, catalog):
         spec = catalog.spec(flag)
