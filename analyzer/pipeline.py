@@ -10,7 +10,6 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from analyzer.core.model import (
-    Alternative,
     Attempt,
     Finding,
     Incident,
@@ -25,7 +24,7 @@ from analyzer.core.model import (
 from analyzer.core.read import TextInput, open_inputs
 from analyzer.engine import incident as incidents_stage
 from analyzer.engine.clients import PRIORITIES as CLIENT_PRIORITIES
-from analyzer.engine.correct import choose_command, propose
+from analyzer.engine.correct import choose_command, propose, verify_incidents
 from analyzer.engine.fault_dump import with_fault_dump
 from analyzer.engine.fault_flags import fault_flags
 from analyzer.engine.flags_shown import FlagsShown, shown_in_input, shown_in_lines
@@ -136,7 +135,7 @@ def analyze(
     report.attempts = incidents_stage.classify_attempts(timeline, report.incidents)
     report.runs = runs
     if options.verify:
-        _verify(report.incidents, {s.path: s.catalog_version for s in summaries})
+        verify_incidents(report.incidents, {s.path: s.catalog_version for s in summaries})
     if not options.redact:
         return report
     return redact_report(report)
@@ -170,43 +169,6 @@ def _metrics(text_input: TextInput) -> list[RunMetrics]:
         return []
     run = extract(text_input)
     return [run] if run.decode.lines else []
-
-
-def _verify(incidents: list[Incident], catalogs: dict[str, str | None]) -> None:
-    """SGLang's own verdict on each corrected command and its alternatives, in one SGLang
-    process; the first that passes becomes the corrected command (the shown one is the
-    best-ranked command SGLang accepts)."""
-    from analyzer.sglang.verify import verify_commands
-
-    wanted = {i.source: [] for i in incidents}
-    for incident in incidents:
-        for command in _candidates(incident):
-            if command not in wanted[incident.source]:
-                wanted[incident.source].append(command)
-    verdicts = {}
-    for source, commands in wanted.items():
-        if commands:
-            found = verify_commands(commands, catalog_version=catalogs.get(source))
-            verdicts.update(zip(commands, found, strict=True))
-    for incident in incidents:
-        if incident.corrected_command is None:
-            continue
-        ranked = [
-            Alternative(incident.corrected_command, incident.edits),
-            *incident.alternatives,
-        ]
-        for option in ranked:
-            option.verification = verdicts[option.command]
-        best = next((o for o in ranked if o.verification.status == "pass"), ranked[0])
-        incident.corrected_command, incident.edits = best.command, best.edits
-        incident.verification = best.verification
-        incident.alternatives = [o for o in ranked if o is not best]
-
-
-def _candidates(incident: Incident) -> list[str]:
-    if incident.corrected_command is None:
-        return []
-    return [incident.corrected_command, *(a.command for a in incident.alternatives)]
 
 
 def _scan(

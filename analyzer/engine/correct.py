@@ -5,7 +5,8 @@ found in the input, or is rebuilt from the `server_args` record. A rule's named
 fix proposes edits; the repair search (repair.py) applies them, checks the result
 against every prediction the project can make and repairs it again until clean,
 also trying edits of the flags the failing check reads. A command any check
-predicts to fail is not offered; the next-best clean ones are alternatives.
+predicts to fail is not offered; the next-best clean ones are alternatives. With
+`--verify`, SGLang itself judges them (verify_incidents).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from analyzer.core.model import Alternative, Edit, Finding, Line
+from analyzer.core.model import Alternative, Edit, Finding, Incident, Line
 from analyzer.rulebook.fixes import FixContext, FixPlan
 from analyzer.rulebook.registry import FIXES
 from analyzer.rulebook.vocabulary import Rule
@@ -140,3 +141,40 @@ def _inert_edits(command: LaunchCommand, edits: list[Edit], catalog: FlagCatalog
         inert.append(Edit("set", argument.flag, value=value))
         edited.add(flag)
     return inert
+
+
+def verify_incidents(incidents: list[Incident], catalogs: dict[str, str | None]) -> None:
+    """SGLang's own verdict on each corrected command and its alternatives, in one SGLang
+    process; the first that passes becomes the corrected command (the shown one is the
+    best-ranked command SGLang accepts)."""
+    from analyzer.sglang.verify import verify_commands
+
+    wanted = {i.source: [] for i in incidents}
+    for incident in incidents:
+        for command in _candidates(incident):
+            if command not in wanted[incident.source]:
+                wanted[incident.source].append(command)
+    verdicts = {}
+    for source, commands in wanted.items():
+        if commands:
+            found = verify_commands(commands, catalog_version=catalogs.get(source))
+            verdicts.update(zip(commands, found, strict=True))
+    for incident in incidents:
+        if incident.corrected_command is None:
+            continue
+        ranked = [
+            Alternative(incident.corrected_command, incident.edits),
+            *incident.alternatives,
+        ]
+        for option in ranked:
+            option.verification = verdicts[option.command]
+        best = next((o for o in ranked if o.verification.status == "pass"), ranked[0])
+        incident.corrected_command, incident.edits = best.command, best.edits
+        incident.verification = best.verification
+        incident.alternatives = [o for o in ranked if o is not best]
+
+
+def _candidates(incident: Incident) -> list[str]:
+    if incident.corrected_command is None:
+        return []
+    return [incident.corrected_command, *(a.command for a in incident.alternatives)]
