@@ -524,3 +524,28 @@ def test_a_line_or_two_behind_an_unknown_prefix_reads_as_the_bare_line(tmp_path,
     host = _root(_write(tmp_path, "host.log", [f"gpu-node07: {line}"]))
     assert bare is not None and host is not None
     assert (host.rule_class, host.offending_flags) == (bare.rule_class, bare.offending_flags)
+
+
+OOM_LINE = "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static."
+
+
+@pytest.mark.parametrize(
+    "wrapped",
+    [
+        f"**{OOM_LINE}**",
+        f"It stops with **_{OOM_LINE}_** right after loading. Any idea?",
+        f"The log ends in `{OOM_LINE}` and nothing else.",
+    ],
+)
+def test_an_exception_quoted_in_markdown_prose_reads_as_the_bare_line(tmp_path, wrapped):
+    bare = _root(_write(tmp_path, "bare.txt", [OOM_LINE]))
+    quoted = _root(_write(tmp_path, "quoted.txt", ["Launching the server:", wrapped]))
+    assert bare is not None and quoted is not None
+    assert (quoted.rule_class, quoted.title) == (bare.rule_class, bare.title)
+
+
+def test_an_exception_quoted_inside_a_logger_line_stays_content():
+    # SGLang's own `[date time]` line mentioning an exception in backticks is not prose
+    line = "[2026-01-01 10:00:00] Retrying after `ValueError: bad chunk` from the loader"
+    assert detect_prefixes([line, "[2026-01-01 10:00:01] ok"]).names == []
+    assert "markdown-emphasis" in detect_prefixes(["see **ValueError: x**"]).names

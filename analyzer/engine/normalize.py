@@ -95,6 +95,20 @@ FORMS = (
     # pytest (a CI job testing a server): the exception as `E   Type: message` under the
     # failing code, and the short summary's `FAILED path::test - Type: message`
     PrefixForm("pytest", re.compile(r"(?:E {3}|(?:FAILED|ERROR) \S+::\S+ - )"), anywhere=True),
+    # an issue's prose quoting the exception in markdown emphasis or a code span
+    # (`**AttributeError: ...**`, `... end with **_OSError: ..._** ?`, `` `KeyError: 'x'` ``):
+    # the opening marker, after a space or at the start, right before the exception's type;
+    # never behind a `[` (a logger's `[date time]` line quoting an exception stays content),
+    # and the closing marker is a column the body ends before
+    PrefixForm(
+        "markdown-emphasis",
+        re.compile(
+            r"(?:[^\[\n]*?[\s(:,])?(?:\*{1,2}_{0,2}|_{1,2}\*{1,2}|`{1,3})"
+            r"(?=(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception): )"
+        ),
+        anywhere=True,
+        suffix=re.compile(r"(?<=\S)(?P<path>_{0,2}\*{1,2}|`{1,3})(?=[\s?!.,;:)]|$)"),
+    ),
 )
 
 
