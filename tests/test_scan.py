@@ -199,3 +199,22 @@ def test_candidates_keep_context_and_the_tail_is_bounded():
     assert context == [98, 99, 100, 101, 102, 103]
     assert len(log.tail) == 40 and log.tail[-1].number == 103
     assert log.summary.lines == 103
+
+
+def test_frames_a_user_left_out_with_an_ellipsis_do_not_end_the_traceback():
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/x/sglang/srt/server.py", line 257, in launch_server',
+        "    tokenizer_manager = TokenizerManager(server_args, port_args)",
+        '  File "/x/sglang/srt/managers/tokenizer_manager.py", line 75, in __init__',
+        "...",
+        "KeyError: 'rope_type'",
+    ]
+    (tb,) = scan(lines).tracebacks
+    assert tb.exception_type == "KeyError"
+    assert [f.function for f in tb.frames] == ["launch_server", "__init__"]
+
+
+def test_an_ellipsis_with_no_frame_above_it_starts_no_traceback():
+    log = scan(["Traceback (most recent call last):", "...", "[2026-01-01 10:00:00] Server started"])
+    assert [t.exception_type for t in log.tracebacks if t.exception_type] == []

@@ -43,6 +43,8 @@ FRAME = re.compile(
     r"(?:, in (?P<func>.+))?$"
 )
 EXCEPTION = LazyPattern(r"^(?P<type>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(?::\s?(?P<msg>.*))?$")
+# a line a user put in place of the frames they left out of a paste (`...`, `…`, `[...]`)
+ELISION = re.compile(r"(?:\.{3,}|…|\[(?:\.{3}|…)\])")
 CHAIN_MARKERS = (
     "During handling of the above exception, another exception occurred:",
     "The above exception was the direct cause of the following exception:",
@@ -199,6 +201,8 @@ class _TracebackBuilder:
         frame = FRAME.match(body)
         if frame:
             self.frames.append(_frame(frame))
+        elif self.frames and ELISION.fullmatch(body.strip()):
+            pass  # frames cut out of the paste: the traceback goes on below them
         elif body[:1].isspace() or not body:
             if self.frames and body.strip() and not _is_caret_line(body):
                 last = self.frames[-1]
