@@ -1,0 +1,198 @@
+"""Stage 1, with normalize.py: undo what copying a log out of a terminal or a page did to it.
+
+A terminal cuts a long line at its width and the copy keeps the cut; a rendered page or an
+HTML/JSON export writes `<`, `>`, quotes and `&` as entities; a page or a chat client adds
+non-breaking spaces, zero-width characters and typographic quotes. Each is recognised on
+the input's first lines, and only on strong evidence: a consistent cut width (most of the
+long lines end exactly there, none goes past it) and a next line that does not begin like
+a record of its own; entities of markup with no raw `<` or `>` beside them. An input that
+shows none of them costs one look at its first lines and is read as before.
+
+The file is never changed. A repaired line keeps the number of its first line; its
+`pasted` keeps the user's text, so the evidence cites what they pasted.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+
+from analyzer.engine.normalize import ANCHOR, NO_PREFIXES, LinePrefixes, detect_prefixes
+from analyzer.sglang.log_format import visible
+
+# entities of markup (`&amp;` alone is a URL's own text as often as an escaped `&`)
+MARKUP_ENTITY = re.compile(r"&(?:lt|gt|quot|apos|#39|#x27|#34|#x22|#60|#62);")
+# GitHub's collapsible block, written raw around an escaped paste
+HTML_TAG_LINE = re.compile(r"^\s*</?(?:details|summary|pre|code|br)\b[^<>]*>", re.IGNORECASE)
+INVISIBLE = {0x00A0: " ", 0x202F: " ", 0x2007: " ", 0x200B: None, 0x200C: None,
+             0x200D: None, 0x2060: None, 0xFEFF: None}  # fmt: skip
+TYPOGRAPHIC_QUOTES = {0x2018: "'", 0x2019: "'", 0x201C: '"', 0x201D: '"'}
+MIN_WRAP_WIDTH = 60
+MIN_CUT_LINES = 2
+NEAR_WIDTH = 3  # lines this much shorter than the cut are not cut: fewer of them than at it
+# the widths terminals open with: one line cut mid-word at one of them is evidence enough
+TERMINAL_WIDTHS = frozenset({80, 100, 120, 132, 160, 200})
+RECORD_START = re.compile(r"\s{2}|\t|\[\d{4}-\d\d-\d\d|\((?:\w+ )?pid=")
+WORD = re.compile(r"\w")
+
+
+@dataclass(frozen=True)
+class PasteRepairs:
+    """What the input's first lines show was done to it; `width`: the terminal's cut."""
+
+    width: int | None = None
+    unescape: bool = False
+    invisible: bool = False
+    quotes: bool = False
+
+    def __bool__(self) -> bool:
+        return bool(self.width or self.unescape or self.invisible or self.quotes)
+
+    @property
+    def names(self) -> list[str]:
+        found = [f"hard-wrap at {self.width} columns"] if self.width else []
+        found += ["HTML entities"] * self.unescape + ["invisible characters"] * self.invisible
+        return found + ["typographic quotes"] * self.quotes
+
+    def repair(self, text: str) -> str:
+        """One line's characters as they were before the page or the client touched them."""
+        if self.unescape and "&" in text:
+            text = html.unescape(text)
+        if (self.invisible or self.quotes) and not text.isascii():
+            text = text.translate(_table(self.invisible, self.quotes))
+        return text
+
+
+NO_REPAIRS = PasteRepairs()
+
+
+@dataclass(frozen=True)
+class PasteReading:
+    """An input's first lines read: the prefixes its tools added, what its paste did."""
+
+    prefixes: LinePrefixes
+    repairs: PasteRepairs
+
+    @property
+    def names(self) -> list[str]:
+        return self.prefixes.names + self.repairs.names
+
+
+def read_paste(head: list[str]) -> PasteReading:
+    """The prefixes and the paste repairs of an input, from its first lines as shown."""
+    characters = _character_repairs(head)
+    if characters:
+        head = [characters.repair(ln) for ln in head]
+    prefixes = detect_prefixes(head)
+    width = cut_width(head, _record_start(prefixes))
+    if width is None:
+        return PasteReading(prefixes, characters)
+    repairs = PasteRepairs(width, characters.unescape, characters.invisible, characters.quotes)
+    rejoined = [text for _, text, _ in Rejoiner(repairs, prefixes).lines(head)]
+    return PasteReading(detect_prefixes(rejoined), repairs)
+
+
+def _character_repairs(head: list[str]) -> PasteRepairs:
+    entities = raw_angles = smart = straight = 0
+    invisible = False
+    for line in head:
+        if "&" in line:
+            entities += len(MARKUP_ENTITY.findall(line))
+        if ("<" in line or ">" in line) and not HTML_TAG_LINE.match(line):
+            raw_angles += line.count("<") + line.count(">")
+        if not line.isascii():
+            invisible = invisible or any(ord(c) in INVISIBLE for c in line)
+            smart += sum(ord(c) in TYPOGRAPHIC_QUOTES for c in line)
+        straight += line.count('"') + line.count("'")
+    return PasteRepairs(
+        unescape=entities > 0 and raw_angles == 0,
+        invisible=invisible,
+        quotes=smart > 0 and smart >= straight,
+    )
+
+
+def _table(invisible: bool, quotes: bool) -> dict[int, str | None]:
+    return {**(INVISIBLE if invisible else {}), **(TYPOGRAPHIC_QUOTES if quotes else {})}
+
+
+def _record_start(prefixes: LinePrefixes) -> Callable[[str], bool]:
+    """Whether a line begins as a line of its own: blank, indented (a traceback's source
+    line, argparse's wrapped usage), a record of SGLang's or a line a tool prefixed."""
+    outer = prefixes.forms[0].pattern if prefixes.forms else None
+
+    def starts(line: str) -> bool:
+        return (
+            not line.strip()
+            or bool(RECORD_START.match(line) or ANCHOR.match(line))
+            or bool(outer is not None and outer.match(line))
+        )
+
+    return starts
+
+
+def cut_width(lines: list[str], starts_record: Callable[[str], bool]) -> int | None:
+    """The width a terminal cut the lines at, when the lines show one: the longest lines
+    all end there, more of them than just short of it, and they run on into a next line
+    that is no record of its own (or one cut mid-word at a terminal's usual width)."""
+    lengths = [len(ln) for ln in lines if ln.strip()]
+    width = max(lengths, default=0)
+    if width < MIN_WRAP_WIDTH:
+        return None
+    at_width = lengths.count(width)
+    near = sum(width - NEAR_WIDTH <= n < width for n in lengths)
+    if at_width <= near:
+        return None
+    runs_on = [
+        (line, after)
+        for line, after in zip(lines, lines[1:], strict=False)
+        if len(line) == width and not starts_record(after)
+    ]
+    if len(runs_on) >= MIN_CUT_LINES:
+        return width
+    mid_word = [1 for line, after in runs_on if WORD.match(line[-1]) and WORD.match(after)]
+    return width if mid_word and width in TERMINAL_WIDTHS else None
+
+
+class Rejoiner:
+    """Lines repaired and rejoined: (number of the first line, text, the text as pasted when
+    it differs); `count` is how many lines the input had."""
+
+    def __init__(self, repairs: PasteRepairs, prefixes: LinePrefixes = NO_PREFIXES) -> None:
+        self.repairs = repairs
+        self.starts_record = _record_start(prefixes)
+        self.count = 0
+
+    def lines(self, raw_lines: Iterable[str]) -> Iterator[tuple[int, str, str | None]]:
+        width = self.repairs.width
+        held: tuple[int, str, list[str]] | None = None  # a cut line waiting for its rest
+        for number, raw in enumerate(raw_lines, start=1):
+            self.count = number
+            shown = visible(raw)
+            text = self.repairs.repair(shown)
+            if held is not None:
+                if not self.starts_record(text):
+                    first, joined, pasted = held
+                    pasted.append(raw)
+                    held = None
+                    if len(text) == width:
+                        held = (first, joined + text, pasted)
+                    else:
+                        yield first, joined + text, "\n".join(pasted)
+                    continue
+                first, joined, pasted = held
+                held = None
+                yield first, joined, _differs(pasted, joined)
+            if width and len(text) == width:
+                held = (number, text, [raw])
+                continue
+            yield number, text, (raw if text != shown or "\r" in raw else None)
+        if held is not None:
+            first, joined, pasted = held
+            yield first, joined, _differs(pasted, joined)
+
+
+def _differs(pasted: list[str], text: str) -> str | None:
+    joined = "\n".join(pasted)
+    return joined if joined != text else None
