@@ -36,6 +36,20 @@ NEAR_WIDTH = 3  # lines this much shorter than the cut are not cut: fewer of the
 TERMINAL_WIDTHS = frozenset({80, 100, 120, 132, 160, 200})
 RECORD_START = re.compile(r"\s{2}|\t|\[\d{4}-\d\d-\d\d|\((?:\w+ )?pid=")
 WORD = re.compile(r"\w")
+# a JSON string's escapes (a log stored in one and pasted raw: `\n` between its lines)
+JSON_ESCAPE = re.compile(r'\\(?:u[0-9a-fA-F]{4}|["\\/bfnrt])')
+JSON_ESCAPES = {
+    "n": "\n",
+    "t": "\t",
+    "r": "\r",
+    "b": "\b",
+    "f": "\f",
+    '"': '"',
+    "\\": "\\",
+    "/": "/",
+}
+MIN_ESCAPED_RECORDS = 2
+LOGGED = re.compile(r"\[\d{4}-\d\d-\d\d")
 
 
 @dataclass(frozen=True)
@@ -43,16 +57,20 @@ class PasteRepairs:
     """What the input's first lines show was done to it; `width`: the terminal's cut."""
 
     width: int | None = None
+    escaped_lines: bool = False
     unescape: bool = False
     invisible: bool = False
     quotes: bool = False
 
     def __bool__(self) -> bool:
-        return bool(self.width or self.unescape or self.invisible or self.quotes)
+        return bool(
+            self.width or self.escaped_lines or self.unescape or self.invisible or self.quotes
+        )
 
     @property
     def names(self) -> list[str]:
         found = [f"hard-wrap at {self.width} columns"] if self.width else []
+        found += ["lines joined by escaped newlines"] * self.escaped_lines
         found += ["HTML entities"] * self.unescape + ["invisible characters"] * self.invisible
         return found + ["typographic quotes"] * self.quotes
 
@@ -82,19 +100,24 @@ class PasteReading:
 
 def read_paste(head: list[str]) -> PasteReading:
     """The prefixes and the paste repairs of an input, from its first lines as shown."""
-    characters = _character_repairs(head)
+    escaped = any(escaped_lines(ln) for ln in head if "\\n" in ln)
+    if escaped:
+        head = [text for ln in head for text, _ in escaped_lines(ln) or [(ln, None)]]
+    characters = _character_repairs(head, escaped)
     if characters:
         head = [characters.repair(ln) for ln in head]
     prefixes = detect_prefixes(head)
     width = cut_width(head, _record_start(prefixes))
     if width is None:
         return PasteReading(prefixes, characters)
-    repairs = PasteRepairs(width, characters.unescape, characters.invisible, characters.quotes)
+    repairs = PasteRepairs(
+        width, escaped, characters.unescape, characters.invisible, characters.quotes
+    )
     rejoined = [text for _, text, _ in Rejoiner(repairs, prefixes).lines(head)]
     return PasteReading(detect_prefixes(rejoined), repairs)
 
 
-def _character_repairs(head: list[str]) -> PasteRepairs:
+def _character_repairs(head: list[str], escaped: bool) -> PasteRepairs:
     entities = raw_angles = smart = straight = 0
     invisible = False
     for line in head:
@@ -107,10 +130,40 @@ def _character_repairs(head: list[str]) -> PasteRepairs:
             smart += sum(ord(c) in TYPOGRAPHIC_QUOTES for c in line)
         straight += line.count('"') + line.count("'")
     return PasteRepairs(
+        escaped_lines=escaped,
         unescape=entities > 0 and raw_angles == 0,
         invisible=invisible,
         quotes=smart > 0 and smart >= straight,
     )
+
+
+def escaped_lines(line: str) -> list[tuple[str, str]] | None:
+    """The lines a JSON string's `\\n` joined, decoded, each with its text as pasted; None
+    unless at least two of them begin as records do (a request's prompt logged with its
+    `\\n` is one line of the log)."""
+    parts: list[tuple[str, str]] = []
+    decoded: list[str] = []
+    start = at = 0
+    for found in JSON_ESCAPE.finditer(line):
+        decoded.append(line[at : found.start()])
+        at = found.end()
+        code = found[0][1:]
+        if code == "n":
+            parts.append(("".join(decoded), line[start : found.start()]))
+            decoded, start = [], at
+        else:
+            decoded.append(_unescaped(code))
+    decoded.append(line[at:])
+    parts.append(("".join(decoded), line[start:]))
+    records = sum(bool(LOGGED.match(t) or ANCHOR.match(t)) for t, _ in parts[1:])
+    return parts if records >= MIN_ESCAPED_RECORDS else None
+
+
+def _unescaped(code: str) -> str:
+    if code[0] != "u":
+        return JSON_ESCAPES[code]
+    point = int(code[1:], 16)
+    return "\ufffd" if 0xD800 <= point <= 0xDFFF else chr(point)
 
 
 def _table(invisible: bool, quotes: bool) -> dict[int, str | None]:
@@ -167,14 +220,13 @@ class Rejoiner:
     def lines(self, raw_lines: Iterable[str]) -> Iterator[tuple[int, str, str | None]]:
         width = self.repairs.width
         held: tuple[int, str, list[str]] | None = None  # a cut line waiting for its rest
-        for number, raw in enumerate(raw_lines, start=1):
-            self.count = number
+        for number, raw, as_pasted in self._split(raw_lines):
             shown = visible(raw)
             text = self.repairs.repair(shown)
             if held is not None:
                 if not self.starts_record(text):
                     first, joined, pasted = held
-                    pasted.append(raw)
+                    pasted.append(as_pasted)
                     held = None
                     if len(text) == width:
                         held = (first, joined + text, pasted)
@@ -185,12 +237,23 @@ class Rejoiner:
                 held = None
                 yield first, joined, _differs(pasted, joined)
             if width and len(text) == width:
-                held = (number, text, [raw])
+                held = (number, text, [as_pasted])
                 continue
-            yield number, text, (raw if text != shown or "\r" in raw else None)
+            changed = text != shown or "\r" in raw or as_pasted is not raw
+            yield number, text, (as_pasted if changed else None)
         if held is not None:
             first, joined, pasted = held
             yield first, joined, _differs(pasted, joined)
+
+    def _split(self, raw_lines: Iterable[str]) -> Iterator[tuple[int, str, str]]:
+        """(number, a line, its text as pasted): the lines a JSON string joined, apart."""
+        for number, raw in enumerate(raw_lines, start=1):
+            self.count = number
+            parts = escaped_lines(raw) if self.repairs.escaped_lines and "\\n" in raw else None
+            if parts is None:
+                yield number, raw, raw
+            else:
+                yield from ((number, text, pasted) for text, pasted in parts)
 
 
 def _differs(pasted: list[str], text: str) -> str | None:
