@@ -14,18 +14,19 @@ The file is never changed. A repaired line keeps the number of its first line; i
 
 from __future__ import annotations
 
-import html
-import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
+import regex
+
+from analyzer.core.lazy_pattern import LazyPattern
 from analyzer.engine.normalize import ANCHOR, NO_PREFIXES, LinePrefixes, detect_prefixes
 from analyzer.sglang.log_format import visible
 
 # entities of markup (`&amp;` alone is a URL's own text as often as an escaped `&`)
-MARKUP_ENTITY = re.compile(r"&(?:lt|gt|quot|apos|#39|#x27|#34|#x22|#60|#62);")
+MARKUP_ENTITY = LazyPattern(r"&(?:lt|gt|quot|apos|#39|#x27|#34|#x22|#60|#62);")
 # GitHub's collapsible block, written raw around an escaped paste
-HTML_TAG_LINE = re.compile(r"^\s*</?(?:details|summary|pre|code|br)\b[^<>]*>", re.IGNORECASE)
+HTML_TAG_LINE = LazyPattern(r"^\s*</?(?:details|summary|pre|code|br)\b[^<>]*>", regex.IGNORECASE)
 INVISIBLE = {0x00A0: " ", 0x202F: " ", 0x2007: " ", 0x200B: None, 0x200C: None,
              0x200D: None, 0x2060: None, 0xFEFF: None}  # fmt: skip
 TYPOGRAPHIC_QUOTES = {0x2018: "'", 0x2019: "'", 0x201C: '"', 0x201D: '"'}
@@ -34,10 +35,17 @@ MIN_CUT_LINES = 2
 NEAR_WIDTH = 3  # lines this much shorter than the cut are not cut: fewer of them than at it
 # the widths terminals open with: one line cut mid-word at one of them is evidence enough
 TERMINAL_WIDTHS = frozenset({80, 100, 120, 132, 160, 200})
-RECORD_START = re.compile(r"\s{2}|\t|\[\d{4}-\d\d-\d\d|\((?:\w+ )?pid=")
-WORD = re.compile(r"\w")
+# how a line of its own begins: indented (a traceback's source line, argparse's wrapped
+# usage), SGLang's `[date`, a Ray actor, a date or a syslog time, NCCL's `host:pid:tid [dev]`
+RECORD_START = LazyPattern(
+    r"\s{2}|\t|\[\d{4}-\d\d-\d\d|\((?:\w+ )?pid=|\d{4}-\d\d-\d\d[T ]\d\d:\d\d"
+    r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d|[\w.-]+:\d+:\d+ \[\d+\] "
+)
+SHAPE_CHARS = 8
+DIGITS = LazyPattern(r"\d")
+WORD = LazyPattern(r"\w")
 # a JSON string's escapes (a log stored in one and pasted raw: `\n` between its lines)
-JSON_ESCAPE = re.compile(r'\\(?:u[0-9a-fA-F]{4}|["\\/bfnrt])')
+JSON_ESCAPE = LazyPattern(r'\\(?:u[0-9a-fA-F]{4}|["\\/bfnrt])')
 JSON_ESCAPES = {
     "n": "\n",
     "t": "\t",
@@ -49,7 +57,7 @@ JSON_ESCAPES = {
     "/": "/",
 }
 MIN_ESCAPED_RECORDS = 2
-LOGGED = re.compile(r"\[\d{4}-\d\d-\d\d")
+LOGGED = LazyPattern(r"\[\d{4}-\d\d-\d\d")
 
 
 @dataclass(frozen=True)
@@ -77,6 +85,8 @@ class PasteRepairs:
     def repair(self, text: str) -> str:
         """One line's characters as they were before the page or the client touched them."""
         if self.unescape and "&" in text:
+            import html  # its entity table is only wanted for an escaped paste
+
             text = html.unescape(text)
         if (self.invisible or self.quotes) and not text.isascii():
             text = text.translate(_table(self.invisible, self.quotes))
@@ -170,9 +180,13 @@ def _table(invisible: bool, quotes: bool) -> dict[int, str | None]:
     return {**(INVISIBLE if invisible else {}), **(TYPOGRAPHIC_QUOTES if quotes else {})}
 
 
+def _shape(line: str) -> str:
+    return DIGITS.sub("0", line[:SHAPE_CHARS])
+
+
 def _record_start(prefixes: LinePrefixes) -> Callable[[str], bool]:
-    """Whether a line begins as a line of its own: blank, indented (a traceback's source
-    line, argparse's wrapped usage), a record of SGLang's or a line a tool prefixed."""
+    """Whether a line begins as a line of its own: blank, as records begin (RECORD_START,
+    ANCHOR), as other lines of the input begin, or with a tool's prefix."""
     outer = prefixes.forms[0].pattern if prefixes.forms else None
 
     def starts(line: str) -> bool:
@@ -202,10 +216,13 @@ def cut_width(lines: list[str], starts_record: Callable[[str], bool]) -> int | N
         for line, after in zip(lines, lines[1:], strict=False)
         if len(line) == width and not starts_record(after)
     ]
-    if len(runs_on) >= MIN_CUT_LINES:
+    # a cut's rest starts anywhere in a text; the same start after each is a record's
+    if len({_shape(after) for _, after in runs_on}) >= MIN_CUT_LINES:
         return width
-    mid_word = [1 for line, after in runs_on if WORD.match(line[-1]) and WORD.match(after)]
-    return width if mid_word and width in TERMINAL_WIDTHS else None
+    if len(runs_on) != 1 or width not in TERMINAL_WIDTHS:
+        return None
+    line, after = runs_on[0]
+    return width if WORD.match(line[-1]) and WORD.match(after) else None
 
 
 class Rejoiner:

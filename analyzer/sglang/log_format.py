@@ -23,7 +23,7 @@ from analyzer.sglang.catalog import FlagCatalog
 RECONSTRUCTED_ENTRY = "python -m sglang.launch_server"
 ANSI = LazyPattern(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 # a tqdm bar's own text (`50%|#####`, `[00:01<00:02`), to tell it from a line it overwrote
-PROGRESS_BAR = re.compile(r"\d%\||\[\d+:\d\d(?::\d\d)?<")
+PROGRESS_BAR = LazyPattern(r"\d%\||\[\d+:\d\d(?::\d\d)?<")
 SGLANG_PREFIX = LazyPattern(
     r"^\[(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)?"
     r"(?P<ranks>(?:\s*(?:DP|TP|EP|PP|CP|ATTN_DP|ATTN_TP|MOE_EP)\d+)*)\s*\]\s?"
