@@ -144,6 +144,20 @@ def test_a_logged_prompt_with_escaped_newlines_stays_one_line():
     assert read_paste([line]).repairs == NO_REPAIRS
 
 
+def test_a_logged_prompt_holding_a_traceback_is_not_the_servers(tmp_path):
+    # a coding assistant's request, logged with --log-requests: the traceback is its text
+    prompt = json.dumps("Why does this fail?\n" + "\n".join(TRACEBACK))[1:-1]
+    lines = [
+        f"[2026-03-02 10:00:{n:02d} TP0] Decode batch, #running-req: 1, #token: {90 + n}, "
+        "token usage: 0.01, gen throughput (token/s): 41.20, #queue-req: 0"
+        for n in range(12)
+    ]
+    lines.insert(6, f"[2026-03-02 10:00:05] Receive: obj=GenerateReqInput(text='{prompt}')")
+    assert escaped_lines(lines[6]) is not None  # it does hold log-like lines
+    assert read_paste(lines).repairs == NO_REPAIRS  # but among a log's own records
+    assert _report(_write(tmp_path, lines))["incidents"] == []
+
+
 def test_a_log_in_a_json_string_is_split_into_its_lines(tmp_path):
     raw = json.dumps("\n".join(TRACEBACK))[1:-1]
     report = _report(_write(tmp_path, [raw]))

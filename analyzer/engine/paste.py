@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import regex
 
 from analyzer.core.lazy_pattern import LazyPattern
-from analyzer.engine.normalize import ANCHOR, NO_PREFIXES, LinePrefixes, detect_prefixes
+from analyzer.engine.normalize import ANCHOR, FENCE, NO_PREFIXES, LinePrefixes, detect_prefixes
 from analyzer.sglang.log_format import visible
 
 # entities of markup (`&amp;` alone is a URL's own text as often as an escaped `&`)
@@ -58,6 +58,7 @@ JSON_ESCAPES = {
 }
 MIN_ESCAPED_RECORDS = 2
 LOGGED = LazyPattern(r"\[\d{4}-\d\d-\d\d")
+ANCHOR_WITHIN = 120
 
 
 @dataclass(frozen=True)
@@ -110,7 +111,7 @@ class PasteReading:
 
 def read_paste(head: list[str]) -> PasteReading:
     """The prefixes and the paste repairs of an input, from its first lines as shown."""
-    escaped = any(escaped_lines(ln) for ln in head if "\\n" in ln)
+    escaped = _escaped_paste(head)
     if escaped:
         head = [text for ln in head for text, _ in escaped_lines(ln) or [(ln, None)]]
     characters = _character_repairs(head, escaped)
@@ -165,8 +166,29 @@ def escaped_lines(line: str) -> list[tuple[str, str]] | None:
             decoded.append(_unescaped(code))
     decoded.append(line[at:])
     parts.append(("".join(decoded), line[start:]))
-    records = sum(bool(LOGGED.match(t) or ANCHOR.match(t)) for t, _ in parts[1:])
-    return parts if records >= MIN_ESCAPED_RECORDS else None
+    # where a record starts behind a tool's prefix (`sglang-1  | [date`), or a fence
+    records = [
+        bool(
+            FENCE.match(t)
+            or LOGGED.search(t, 0, ANCHOR_WITHIN)
+            or ANCHOR.search(t, 0, ANCHOR_WITHIN)
+        )
+        for t, _ in parts
+    ]
+    return parts if sum(records) >= MIN_ESCAPED_RECORDS and any(records[1:]) else None
+
+
+def _escaped_paste(head: list[str]) -> bool:
+    """Lines joined by a JSON string's `\\n` are most of what the input holds (one line of a
+    log with `\\n` in a logged prompt is not: its neighbours outnumber what it holds)."""
+    joined = other = 0
+    for line in head:
+        parts = escaped_lines(line) if "\\n" in line else None
+        if parts is None:
+            other += bool(line.strip())
+        else:
+            joined += len(parts)
+    return joined > other
 
 
 def _unescaped(code: str) -> str:
