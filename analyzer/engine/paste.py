@@ -43,7 +43,8 @@ RECORD_START = LazyPattern(
 )
 SHAPE_CHARS = 8
 DIGITS = LazyPattern(r"\d")
-WORD = LazyPattern(r"\w")
+# where a cut falls inside a text: within a word, a path, a call, a quoted string
+INSIDE_TEXT = LazyPattern(r"[\w(\[{/'\"-]")
 # a JSON string's escapes (a log stored in one and pasted raw: `\n` between its lines)
 JSON_ESCAPE = LazyPattern(r'\\(?:u[0-9a-fA-F]{4}|["\\/bfnrt])')
 JSON_ESCAPES = {
@@ -224,7 +225,7 @@ def _record_start(prefixes: LinePrefixes) -> Callable[[str], bool]:
 def cut_width(lines: list[str], starts_record: Callable[[str], bool]) -> int | None:
     """The width a terminal cut the lines at, when the lines show one: the longest lines
     all end there, more of them than just short of it, and they run on into a next line
-    that is no record of its own (or one cut mid-word at a terminal's usual width)."""
+    that is no record of its own (or one cut inside its text at a terminal's usual width)."""
     lengths = [len(ln) for ln in lines if ln.strip()]
     width = max(lengths, default=0)
     if width < MIN_WRAP_WIDTH:
@@ -244,7 +245,7 @@ def cut_width(lines: list[str], starts_record: Callable[[str], bool]) -> int | N
     if len(runs_on) != 1 or width not in TERMINAL_WIDTHS:
         return None
     line, after = runs_on[0]
-    return width if WORD.match(line[-1]) and WORD.match(after) else None
+    return width if INSIDE_TEXT.match(line[-1]) and not after[0].isspace() else None
 
 
 class Rejoiner:
