@@ -192,3 +192,20 @@ def test_details_and_invisible_characters_and_smart_quotes(tmp_path):
     ]
     found = _report(_write(tmp_path, mangled))["incidents"][0]
     assert (found["class"], found["offending_flags"]) == (plain["class"], plain["offending_flags"])
+
+
+@pytest.mark.parametrize("session", [False, True], ids=["log", "terminal-session"])
+def test_one_line_cut_at_a_terminals_width_is_rejoined(tmp_path, session):
+    # a `$ ` session is read as a transcript: its log views are repaired as a log file is
+    exception = "ValueError: The input (85050 tokens) is longer than the model's context length "
+    exception += "(32768 tokens)."
+    lines = [
+        "$ python3 -m sglang.launch_server --model-path /models/m",
+        exception[:80],
+        exception[80:],
+    ]
+    if session:
+        lines = ['$ python3 -c "import torch; print(torch.__version__)"', "2.9.1+cu128", *lines]
+    evidence = [e for i in _report(_write(tmp_path, lines))["incidents"] for e in i["evidence"]]
+    cut = next(e for e in evidence if e["text"].startswith("ValueError"))
+    assert cut["text"].endswith("(32768 tokens).") and cut["pasted"] == "\n".join(lines[-2:])
