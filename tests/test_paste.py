@@ -164,7 +164,9 @@ def test_a_log_in_a_json_string_is_split_into_its_lines(tmp_path):
     incident = report["incidents"][0]
     assert incident["class"] == "oom"
     assert all(e["line"] == 1 for e in incident["evidence"])
-    assert any(e["text"].startswith("RuntimeError: Not enough memory") for e in incident["evidence"])
+    assert any(
+        e["text"].startswith("RuntimeError: Not enough memory") for e in incident["evidence"]
+    )
 
 
 def test_a_line_written_over_a_progress_bar_is_read_as_shown(tmp_path):

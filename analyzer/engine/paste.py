@@ -105,10 +105,6 @@ class PasteReading:
     prefixes: LinePrefixes
     repairs: PasteRepairs
 
-    @property
-    def names(self) -> list[str]:
-        return self.prefixes.names + self.repairs.names
-
 
 def read_paste(head: list[str]) -> PasteReading:
     """The prefixes and the paste repairs of an input, from its first lines as shown."""
@@ -125,11 +121,14 @@ def read_paste(head: list[str]) -> PasteReading:
     repairs = PasteRepairs(
         width, escaped, characters.unescape, characters.invisible, characters.quotes
     )
-    rejoined = [text for _, text, _ in Rejoiner(repairs, prefixes).lines(head)]
+    # the head is repaired already: only its cuts are left to rejoin
+    rejoined = [text for _, text, _ in Rejoiner(PasteRepairs(width), prefixes).lines(head)]
     return PasteReading(detect_prefixes(rejoined), repairs)
 
 
 def _character_repairs(head: list[str], escaped: bool) -> PasteRepairs:
+    """Entities of markup with no raw `<` or `>` beside them (a collapsible block's tags
+    aside), invisible characters, typographic quotes where straight ones would be."""
     entities = raw_angles = smart = straight = 0
     invisible = False
     for line in head:
