@@ -29,6 +29,9 @@ class Line:
     `ref` points into a transcript (message/part id) when the line came from one.
     `wrappers`: how many layers of the user's tools' prefixes the line carried (a launcher's
     own line among the worker output it relays carries fewer).
+    `pasted`: the line as it was pasted, when undoing the paste changed it (HTML entities,
+    a terminal's `\\r` overwrites, a hard-wrapped line rejoined: its lines, `\\n` between);
+    `text` is then the repaired line.
     """
 
     source: str
@@ -40,6 +43,7 @@ class Line:
     actor: str | None = None
     ref: str | None = None
     wrappers: int = 0
+    pasted: str | None = None
 
     @property
     def rank_label(self) -> str | None:

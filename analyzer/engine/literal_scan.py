@@ -18,14 +18,16 @@ from typing import TYPE_CHECKING
 
 from analyzer.core.model import InputSummary, Line, ScannedLog
 from analyzer.core.read import MAX_LINE_BYTES, TextInput
-from analyzer.engine.normalize import NO_PREFIXES, SAMPLE_LINES, LinePrefixes, detect_prefixes
+from analyzer.engine.normalize import NO_PREFIXES, SAMPLE_LINES, LinePrefixes
+from analyzer.engine.paste import NO_REPAIRS, PasteReading, read_paste
 from analyzer.engine.scan import (
     CONTEXT_LINES,
     SCANNER_LITERALS,
     TAIL_LINES,
     USAGE_START,
     Scanner,
-    note_prefixes,
+    note_reading,
+    scan_repaired,
     visible_lines,
 )
 from analyzer.sglang.log_format import split_prefix
@@ -192,27 +194,41 @@ def scan_chunks(
         if sum(b.count(b"\n") for b in head) >= SAMPLE_LINES:
             break
     first = b"".join(head) if head else None
-    prefixes = _prefixes(first)
-    note_prefixes(summary, prefixes)
+    reading = _reading(first)
+    note_reading(summary, reading)
+    all_blocks = chain([first], blocks) if first is not None else blocks
+    if reading.repairs:
+        # a paste to repair (lines to rejoin, characters the literals would miss): every line
+        return scan_repaired(scanner, summary.path, _decoded(all_blocks), reading)
+    prefixes = reading.prefixes
     if prefixes is not NO_PREFIXES:
         # `usage: ` is found at a line start only; behind a prefix it is anywhere
         finder = LiteralFinder([*finder.literals_text, USAGE_START])
     feeder = _Feeder(scanner, summary.path, prefixes)
     next_number = 1
-    all_blocks = chain([first], blocks) if first is not None else blocks
     for block, ends in _searched(all_blocks, finder):
         next_number = _feed_block(block, next_number, ends, feeder)
     tail = [feeder.line(number, raw) for number, raw in list(feeder.recent)[-TAIL_LINES:]]
     return scanner.finish(total_lines=next_number - 1, tail=tail)
 
 
-def _prefixes(block: bytes | None) -> LinePrefixes:
-    """The line prefixes of the input, from its first lines (as scan_lines reads them)."""
+def _reading(block: bytes | None) -> PasteReading:
+    """The line prefixes and paste repairs of the input, from its first lines (as
+    scan_lines reads them)."""
     if block is None:
-        return NO_PREFIXES
+        return PasteReading(NO_PREFIXES, NO_REPAIRS)
     head = block.split(b"\n", SAMPLE_LINES)[:SAMPLE_LINES]
-    lines = [raw[:MAX_LINE_BYTES].rstrip(b"\r").decode("utf-8", errors="replace") for raw in head]
-    return detect_prefixes(visible_lines(lines))
+    return read_paste(visible_lines(_decode(raw) for raw in head))
+
+
+def _decode(raw: bytes) -> str:
+    return raw[:MAX_LINE_BYTES].rstrip(b"\r").decode("utf-8", errors="replace")
+
+
+def _decoded(blocks: Iterable[bytes]) -> Iterator[str]:
+    """The lines of whole-line blocks, decoded as TextInput.lines decodes them."""
+    for block in blocks:
+        yield from (_decode(raw) for raw in block.split(b"\n")[:-1])
 
 
 def _searched(blocks: Iterator[bytes], finder: LiteralFinder) -> Iterator[tuple[bytes, list[int]]]:

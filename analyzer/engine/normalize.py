@@ -3,9 +3,11 @@
 What users paste is rarely the log as SGLang wrote it. `docker compose logs` puts the
 service in front (`sglang-1  | `), `kubectl logs --prefix` the pod and container, journald
 the date, host and process, CI runners a timestamp, `grep -n` / `grep -H` the line number
-and file, pytest its `E   ` failure lines, FastChat's `date | LEVEL | name | `, an issue comment `> ` quotes and markdown fences. Each form is recognised by being
-consistent across the input (most lines of a sample carry it), stripped from every line
-that carries it, and peeled in layers (`> ` quotes around `grep -n` output, say).
+and file, pytest its `E   ` failure lines, FastChat's `date | LEVEL | name | `, an issue
+comment `> ` quotes and markdown fences (GitHub's `<details>` around them too). Each form
+is recognised by being consistent across the input (most lines of a sample carry it),
+stripped from every line that carries it, and peeled in layers (`> ` quotes around
+`grep -n` output, say). What pasting did to the text itself is undone in engine/paste.py.
 
 Nothing is rewritten: a line keeps its number and its text for the evidence; only where
 SGLang's own line starts (the `body` the rules read) moves. The scanner asks `prefix_length`
@@ -23,7 +25,11 @@ from analyzer.sglang.log_format import TORCHRUN_RANK
 SAMPLE_LINES = 400
 MIN_SHARE = 0.5
 MAX_LAYERS = 3
-FENCE = re.compile(r"^\s*(?:```|~~~)[\w+-]*\s*$")
+# a markdown fence, and the lines of GitHub's collapsible block around one (`<details>`,
+# `<summary>Log</summary>`): they carry nothing of the log
+FENCE = re.compile(
+    r"^\s*(?:(?:```|~~~)[\w+-]*|(?:</?(?:details|summary)\b[^<>]*>[^<>]*)+)\s*$", re.IGNORECASE
+)
 GREP_SEPARATOR = "--"
 
 

@@ -28,13 +28,14 @@ from analyzer.engine.fault_dump import (
     FaultDumpBuilder,
     start_dump,
 )
-from analyzer.engine.normalize import NO_PREFIXES, SAMPLE_LINES, LinePrefixes, detect_prefixes
+from analyzer.engine.normalize import NO_PREFIXES, SAMPLE_LINES
+from analyzer.engine.paste import PasteReading, Rejoiner, read_paste
 from analyzer.sglang.launch_command import find_launch_command
 from analyzer.sglang.log_format import (
-    ANSI,
     parse_server_args,
     split_prefix,
     stated_version,
+    visible,
 )
 
 # also a frame whose `  File "/leading/path/` the paste cut (`sglang/x.py", line 3, in f`)
@@ -497,22 +498,39 @@ def scan_lines(summary: InputSummary, lines: Iterable[str], triggers: Sequence[s
     scanner = Scanner(summary, triggers)
     stream = iter(lines)
     head = list(islice(stream, SAMPLE_LINES))
-    prefixes = detect_prefixes(visible_lines(head))
-    note_prefixes(summary, prefixes)
+    reading = read_paste(visible_lines(head))
+    note_reading(summary, reading)
+    if reading.repairs:
+        return scan_repaired(scanner, summary.path, chain(head, stream), reading)
+    prefixes = reading.prefixes
     strip = prefixes.body_span if prefixes is not NO_PREFIXES else None
     for number, raw in enumerate(chain(head, stream), start=1):
         scanner.feed(split_prefix(summary.path, number, raw, strip))
     return scanner.finish()
 
 
+def scan_repaired(
+    scanner: Scanner, source: str, lines: Iterable[str], reading: PasteReading
+) -> ScannedLog:
+    """Feed every line, repaired as the paste needs (engine/paste.py)."""
+    prefixes = reading.prefixes
+    strip = prefixes.body_span if prefixes is not NO_PREFIXES else None
+    rejoiner = Rejoiner(reading.repairs, prefixes)
+    for number, text, pasted in rejoiner.lines(lines):
+        scanner.feed(split_prefix(source, number, text, strip, pasted))
+    return scanner.finish(total_lines=rejoiner.count)
+
+
 def visible_lines(lines: Iterable[str]) -> list[str]:
-    """Lines as the prefix detector sees them: colour codes removed."""
-    return [ANSI.sub("", ln) if "\x1b" in ln else ln for ln in lines]
+    """Lines as the prefix detector sees them: as a terminal shows them."""
+    return [visible(ln) for ln in lines]
 
 
-def note_prefixes(summary: InputSummary, prefixes: LinePrefixes) -> None:
-    if prefixes is not NO_PREFIXES:
-        summary.notes.append("line prefixes read past: " + ", ".join(prefixes.names))
+def note_reading(summary: InputSummary, reading: PasteReading) -> None:
+    if reading.prefixes is not NO_PREFIXES:
+        summary.notes.append("line prefixes read past: " + ", ".join(reading.prefixes.names))
+    if reading.repairs:
+        summary.notes.append("paste repaired: " + ", ".join(reading.repairs.names))
 
 
 def _signal_status(found: regex.Match[str]) -> str:

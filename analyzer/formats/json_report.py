@@ -86,7 +86,10 @@ def _attempt(attempt: Attempt) -> dict[str, Any]:
 
 
 def _line(line: Line) -> dict[str, Any]:
-    return {"source": line.source, "line": line.number, "ref": line.ref, "text": line.text}
+    found = {"source": line.source, "line": line.number, "ref": line.ref, "text": line.text}
+    if line.pasted is not None:
+        found["pasted"] = line.pasted  # the user's text, where undoing the paste changed it
+    return found
 
 
 def render_json(report: Report) -> str:

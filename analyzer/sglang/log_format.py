@@ -22,6 +22,8 @@ from analyzer.sglang.catalog import FlagCatalog
 
 RECONSTRUCTED_ENTRY = "python -m sglang.launch_server"
 ANSI = LazyPattern(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+# a tqdm bar's own text (`50%|#####`, `[00:01<00:02`), to tell it from a line it overwrote
+PROGRESS_BAR = LazyPattern(r"\d%\||\[\d+:\d\d(?::\d\d)?<")
 SGLANG_PREFIX = LazyPattern(
     r"^\[(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)?"
     r"(?P<ranks>(?:\s*(?:DP|TP|EP|PP|CP|ATTN_DP|ATTN_TP|MOE_EP)\d+)*)\s*\]\s?"
@@ -44,8 +46,24 @@ PIP_SHOW_NAME = "Name: sglang"
 PIP_SHOW_VERSION = LazyPattern(r"^Version: (?P<version>\d+\.\d+\.\d+(?:\.post\d+)?)\s*$")
 
 
+def visible(raw: str) -> str:
+    """A line as a terminal shows it: colour codes removed, and of the text a `\\r` returned
+    over (progress bars redrawn, another process's line written after one) the last that
+    is not a bar."""
+    text = ANSI.sub("", raw) if "\x1b" in raw else raw
+    if "\r" not in text:
+        return text
+    drawn = [part for part in text.split("\r") if part.strip()]
+    written = [part for part in drawn if not PROGRESS_BAR.search(part)]
+    return (written or drawn or [""])[-1]
+
+
 def split_prefix(
-    source: str, number: int, raw: str, user_span: Callable[[str], tuple[int, int, int]] | None = None
+    source: str,
+    number: int,
+    raw: str,
+    user_span: Callable[[str], tuple[int, int, int]] | None = None,
+    pasted: str | None = None,
 ) -> Line:
     """Build a Line: strip colour codes, then split off SGLang's and Ray's prefixes.
 
@@ -54,7 +72,9 @@ def split_prefix(
     analyzer/engine/normalize.py), and how many layers of them it carried: `text` keeps
     them, `body` is what lies between.
     """
-    text = ANSI.sub("", raw) if "\x1b" in raw else raw
+    text = visible(raw)
+    if pasted is None and "\r" in raw:
+        pasted = raw
     body, actor, timestamp, ranks, wrappers = text, None, None, (), 0
     if user_span is not None:
         start, end, wrappers = user_span(text)
@@ -72,7 +92,9 @@ def split_prefix(
             timestamp = prefix["ts"]
             ranks = tuple((k, int(v)) for k, v in RANK.findall(prefix["ranks"]))
             body = body[prefix.end() :]
-    return Line(source, number, text, body, timestamp, ranks, actor, wrappers=wrappers)
+    return Line(
+        source, number, text, body, timestamp, ranks, actor, wrappers=wrappers, pasted=pasted
+    )
 
 
 def _parse_python(text: str) -> ast.expr:

@@ -14,7 +14,8 @@ import dataclasses
 from collections.abc import Callable, Sequence
 
 from analyzer.core.model import InputSummary, ScannedLog, UsageDump
-from analyzer.engine.normalize import NO_PREFIXES, SAMPLE_LINES, detect_prefixes
+from analyzer.engine.normalize import NO_PREFIXES, SAMPLE_LINES
+from analyzer.engine.paste import Rejoiner, read_paste
 from analyzer.engine.scan import ARGPARSE_ERROR, Scanner, visible_lines
 from analyzer.sglang.log_format import split_prefix
 from analyzer.transcripts.session import LogView
@@ -25,10 +26,14 @@ SGLANG_PROGRAMS = ("sglang", "launch_server")
 def scan_view(view: LogView, source: str, triggers: Sequence[str]) -> ScannedLog:
     """A ScannedLog of one view; its lines keep their transcript numbers and ref."""
     scanner = Scanner(InputSummary(source, kind="transcript_view"), triggers)
-    prefixes = detect_prefixes(visible_lines([text for _, text in view.lines[:SAMPLE_LINES]]))
+    reading = read_paste(visible_lines([text for _, text in view.lines[:SAMPLE_LINES]]))
+    prefixes = reading.prefixes
     strip = prefixes.body_span if prefixes is not NO_PREFIXES else None
-    for number, text in view.lines:
-        line = split_prefix(source, number, text, strip)
+    numbers = [number for number, _ in view.lines]
+    # a repaired line (engine/paste.py) keeps the transcript number of its first line
+    rejoiner = Rejoiner(reading.repairs, prefixes)
+    for index, text, pasted in rejoiner.lines(text for _, text in view.lines):
+        line = split_prefix(source, numbers[index - 1], text, strip, pasted)
         scanner.feed(dataclasses.replace(line, ref=view.ref))
     log = scanner.finish()
     # a view is a piece (a tail, a grep, one output chunk): a traceback cut before its
