@@ -42,6 +42,7 @@ class Proposal:
     notes: list[str]
     flags: list[str] = field(default_factory=list)
     alternatives: list[Alternative] = field(default_factory=list)
+    outside_command: bool = False  # the fix's data: no command edit fixes it
 
 
 def choose_command(
@@ -99,6 +100,8 @@ def propose(
         read = [f for f in site.condition_flags if f in typed]
         plan.flags = [*plan.flags, *(f for f in read if f not in plan.flags)]
     # an argparse error the rule's fix has no edit for: the parser checks still know one
+    if plan.outside_command:
+        return Proposal(None, [], plan.notes, plan.flags, outside_command=True)
     if not plan.edits and site is None and rule.scope != "usage":
         return Proposal(None, [], plan.notes, plan.flags)
     outcome = search(choice.command, catalog, finding, plan, site)
