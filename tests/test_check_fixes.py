@@ -146,6 +146,30 @@ def test_context_length_within_the_local_model_is_kept(tmp_path):
     assert root.corrected_command.endswith("--context-length 2048")
 
 
+def test_model_with_its_own_code_gets_trust_remote_code():
+    case = ROOT / "fixtures" / "source" / "model_load_custom_code_needs_trust_remote_code.log"
+    given = f"{LAUNCH} --model-path /models/acme-chat-7b --port 30000"
+    root = analyze([str(case)], Options(command=given)).incidents[0]
+    assert root.corrected_command == f"{given} --trust-remote-code"
+    assert not root.fix_outside_command
+
+
+def test_model_here_that_loads_no_further_is_outside_the_command():
+    # the config-only folder has no tokenizer: its files, not a flag, are at fault
+    case = ROOT / "fixtures" / "real" / "model_load_missing_tokenizer.log"
+    root = analyze([str(case)], Options(command=f"{LAUNCH} {TARGET} --device cpu")).incidents[0]
+    assert root.rule == "model-load"
+    assert root.fix_outside_command
+    assert root.corrected_command is None
+
+
+def test_killed_from_outside_is_outside_the_command():
+    case = ROOT / "fixtures" / "source" / "silent_death_scheduler_died_exit_9.log"
+    root = analyze([str(case)], Options()).incidents[0]
+    assert root.rule_class == "silent_death"
+    assert root.fix_outside_command
+
+
 @pytest.fixture(scope="module")
 def real_verdicts(tmp_path_factory) -> dict[str, str]:
     """Each test's given and corrected commands, through real SGLang in one batch."""
