@@ -9,8 +9,8 @@ The inputs: the wild corpus's cases that are not held out (fixtures/wild/held_ou
 sidecar is read no further than its `source` line) and the fixtures of fixtures/real and
 fixtures/source, each whose expected class is a failure. A case counts when the root incident
 (the first fatal/error one) carries a launch command the input shows (printed in the log, or
-the fixture's recorded command given as `--command`); one rebuilt from a server_args dump does
-not. SGLang's verdict is `verify.verify_commands` (the check fix_fuzz runs: parsing, resolution
+the fixture's recorded command given as `--command`); one rebuilt from a server_args dump gets
+a table of its own. SGLang's verdict is `verify.verify_commands` (the check fix_fuzz runs: parsing, resolution
 and check_server_args on CPU with config-only stand-in models), on the corrected command and on
 the command as given (a failure past those checks, such as an OOM, leaves the given command
 accepted too: a pass then proves the corrected command parses, no more).
@@ -139,6 +139,7 @@ def shown(case: Case) -> bool:
 def tally(group: list[Case]) -> dict[str, int]:
     shown_here = [c for c in group if shown(c)]
     fixable = [c for c in shown_here if not c.outside]
+    refused = [c for c in fixable if c.given_accepted is False]
     return {
         "failures": len(group),
         "with_command": len(shown_here),
@@ -147,14 +148,17 @@ def tally(group: list[Case]) -> dict[str, int]:
         "accepted": sum(bool(c.accepted) for c in fixable),
         "given_accepted": sum(bool(c.given_accepted) for c in fixable),
         "fixable": len(fixable),
+        # the failures SGLang's checks reproduce here: a pass then shows the fix works
+        "given_rejected": len(refused),
+        "accepted_of_rejected": sum(bool(c.accepted) for c in refused),
     }
 
 
 def table(cases: list[Case], key: str) -> str:
     rows = [
         f"| {key} | failures | with a command | outside the command | offered | accepted | "
-        "given accepted too |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "given accepted too | accepted where SGLang rejects the given |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     names = sorted({getattr(c, key) for c in cases if shown(c)})
     for name in [*names, "all"]:
@@ -162,7 +166,7 @@ def table(cases: list[Case], key: str) -> str:
         rows.append(
             f"| {name} | {t['failures']} | {t['with_command']} | {t['outside_command']} | "
             f"{_share(t['offered'], t['fixable'])} | {_share(t['accepted'], t['fixable'])} | "
-            f"{t['given_accepted']} |"
+            f"{t['given_accepted']} | {_share(t['accepted_of_rejected'], t['given_rejected'])} |"
         )
     return "\n".join(rows)
 
