@@ -67,7 +67,7 @@ def argparse_context(value: str) -> list[str]:
     ]
 
 
-def _root(tmp_path: Path, lines: list[str], command: str):
+def _root(tmp_path: Path, lines: list[str], command: str | None):
     tmp_path.mkdir(parents=True, exist_ok=True)
     log = tmp_path / "server.log"
     log.write_text("\n".join(lines) + "\n", "utf-8")
@@ -230,3 +230,29 @@ def test_real_sglang_refuses_a_context_above_the_model_and_accepts_the_fix(real_
 @needs_sglang
 def test_stand_in_model_takes_the_commands_context_length(real_verdicts):
     assert real_verdicts["stand-in long context"] == "pass"
+
+
+def test_backslash_continued_command_is_read_whole(tmp_path):
+    lines = [
+        f"$ {LAUNCH} \\",
+        f"    {TARGET} \\",
+        "    --device cpu \\",
+        "    --speculative_algorithm EAGLE",
+        "launch_server.py: error: unrecognized arguments: --speculative_algorithm EAGLE",
+    ]
+    root = _root(tmp_path, lines, None)
+    assert root.command_source == "log"
+    assert root.command == f"{LAUNCH} {TARGET} --device cpu --speculative_algorithm EAGLE"
+    assert root.corrected_command.endswith("--device cpu --speculative-algorithm EAGLE")
+
+
+def test_no_llm_correction_for_another_serving_backend(tmp_path):
+    # `--model-type diffusion` sends the flags to the diffusion server's own parser
+    lines = [
+        "$ sglang serve --model-type diffusion --model-path /m/flux --num-gpus 2 --bogus-flag 1",
+        "error: unrecognized arguments: --bogus-flag 1",
+    ]
+    root = _root(tmp_path, lines, None)
+    assert root.command is not None
+    assert root.corrected_command is None
+    assert any("--model-type diffusion" in a for a in root.advice)

@@ -25,6 +25,13 @@ if TYPE_CHECKING:
     from analyzer.engine.repair import Repaired
 
 
+# `sglang serve --model-type X` picks the serving backend before SGLang's LLM parser sees the
+# flags (sglang 0.5.23 cli/serve.py _extract_model_type_override); any other than the LLM
+# server (diffusion, a plugin's) parses flags the catalog does not hold
+MODEL_TYPE_FLAG = "--model-type"
+LLM_BACKENDS = ("llm", "auto")
+
+
 @dataclass
 class CommandChoice:
     """The launch command an incident is judged against, and where it came from."""
@@ -87,6 +94,10 @@ def propose(
     """
     if choice is None:
         return Proposal(None, [], [])
+    backend = choice.command.get(MODEL_TYPE_FLAG)
+    if backend and backend.lower() not in LLM_BACKENDS:
+        note = f"no corrected command: `{MODEL_TYPE_FLAG} {backend}` serves with flags of its own"
+        return Proposal(None, [], [note])
     # the repair search (predictions, condition checks, the error catalog): only for a command
     from analyzer.engine.repair import failing_site, search
 
