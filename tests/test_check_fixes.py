@@ -114,6 +114,14 @@ def test_full_kv_pool_without_a_cap_raises_the_fraction(tmp_path):
     assert "--mem-fraction-static 0.85" in root.corrected_command
 
 
+def test_prefill_oom_halves_the_token_cap_it_names():
+    case = ROOT / "fixtures" / "source" / "oom_prefill_forward_chunked.log"
+    given = f"{LAUNCH} --model-path /m/x --chunked-prefill-size 16384 --mem-fraction-static 0.85"
+    root = analyze([str(case)], Options(command=given)).incidents[0]
+    assert root.rule_class == "oom"
+    assert root.corrected_command == given.replace("16384", "8192")
+
+
 def test_memory_other_processes_hold_is_outside_the_command(tmp_path):
     root = _root(tmp_path, OTHER_PROCESSES, f"{LAUNCH} {TARGET} --mem-fraction-static 0.8")
     assert root.rule_class == "oom"
