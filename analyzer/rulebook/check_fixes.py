@@ -49,8 +49,7 @@ def _raise_fraction(fraction: float | None) -> FixPlan | None:
     if fraction is None or fraction >= MAX_FRACTION - 0.02:
         return None
     new = round(min(fraction + FRACTION_STEP, MAX_FRACTION), 2)
-    note = f"--mem-fraction-static {new:g} gives the KV cache more of the GPU"
-    return FixPlan([Edit("set", "--mem-fraction-static", value=f"{new:g}")], [note])
+    return FixPlan([Edit("set", "--mem-fraction-static", value=f"{new:g}")])
 
 
 def _lower_cap(ctx: FixContext, caps: tuple[str, ...]) -> FixPlan | None:
