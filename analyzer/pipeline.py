@@ -412,6 +412,7 @@ def _incident(
         edits=proposal.edits if proposal.corrected else [],
         raise_site=found.reported() if found else None,
         alternatives=proposal.alternatives,
+        fix_outside_command=rule.outside_command or proposal.outside_command,
     )
 
 

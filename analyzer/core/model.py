@@ -250,6 +250,9 @@ class Incident:
     raise_site: RaiseSite | None = None
     # other clean corrected commands, next best first (analyzer/engine/repair.py)
     alternatives: list[Alternative] = field(default_factory=list)
+    # the rule's data says no launch-flag edit fixes it (the install, the network, memory
+    # other processes hold): no corrected command is expected
+    fix_outside_command: bool = False
 
 
 @dataclass

@@ -26,6 +26,13 @@ if TYPE_CHECKING:
     from analyzer.engine.repair import Repaired
 
 
+# `sglang serve --model-type X` picks the serving backend before SGLang's LLM parser sees the
+# flags (sglang 0.5.23 cli/serve.py _extract_model_type_override); any other than the LLM
+# server (diffusion, a plugin's) parses flags the catalog does not hold
+MODEL_TYPE_FLAG = "--model-type"
+LLM_BACKENDS = ("llm", "auto")
+
+
 @dataclass
 class CommandChoice:
     """The launch command an incident is judged against, and where it came from."""
@@ -43,6 +50,7 @@ class Proposal:
     notes: list[str]
     flags: list[str] = field(default_factory=list)
     alternatives: list[Alternative] = field(default_factory=list)
+    outside_command: bool = False  # the fix's data: no command edit fixes it
 
 
 def choose_command(
@@ -87,6 +95,10 @@ def propose(
     """
     if choice is None:
         return Proposal(None, [], [])
+    backend = choice.command.get(MODEL_TYPE_FLAG)
+    if backend and backend.lower() not in LLM_BACKENDS:
+        note = f"no corrected command: `{MODEL_TYPE_FLAG} {backend}` serves with flags of its own"
+        return Proposal(None, [], [note])
     # the repair search (predictions, condition checks, the error catalog): only for a command
     from analyzer.engine.repair import failing_site, search
 
@@ -100,6 +112,8 @@ def propose(
         read = [f for f in site.condition_flags if f in typed]
         plan.flags = [*plan.flags, *(f for f in read if f not in plan.flags)]
     # an argparse error the rule's fix has no edit for: the parser checks still know one
+    if plan.outside_command:
+        return Proposal(None, [], plan.notes, plan.flags, outside_command=True)
     if not plan.edits and site is None and rule.scope != "usage":
         return Proposal(None, [], plan.notes, plan.flags)
     outcome = search(choice.command, catalog, finding, plan, site)

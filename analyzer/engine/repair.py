@@ -109,7 +109,7 @@ def search(
 ) -> Outcome:
     """Clean commands reachable from the rule's plan and the failing check, best first."""
     errors = error_catalog(catalog)
-    failing = _Failing(command, catalog, finding, site)
+    failing = _Failing(command, catalog, finding, site, tuple(plan.flags))
     frontier = _seeds(command, catalog, plan, failing, errors)
     warned = _warnings(command, catalog)
     seen: set[str] = set()
@@ -187,11 +187,17 @@ class _Failing:
     """
 
     def __init__(
-        self, command: LaunchCommand, catalog: FlagCatalog, finding: Finding, site: ErrorSite | None
+        self,
+        command: LaunchCommand,
+        catalog: FlagCatalog,
+        finding: Finding,
+        site: ErrorSite | None,
+        named: tuple[str, ...] = (),
     ) -> None:
         self.catalog = catalog
         self.site = site
-        names = [*finding.flags, *(site.flags if site else ())]
+        # the finding's flags, those the rule's fix named from the command, the site's
+        names = [*finding.flags, *named, *(site.flags if site else ())]
         self.flags = [f for f in dict.fromkeys(names) if catalog.spec(f)]
         self.judged = site is not None and _fails(site, command, catalog) is True
         self.parser = finding.match.traceback is None

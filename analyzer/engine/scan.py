@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from itertools import chain, islice
 
 import regex
@@ -183,6 +184,7 @@ LOGGER_RECORD = LazyPattern(r"^\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d")
 WEIGHTS_LOADED = "Load weight end"
 MAX_WEIGHT_LOADS = 64
 MAX_SKIPPED_IMPORTS = 64
+MAX_CONTINUED_LINES = 64  # of one `\\`-continued launch command
 
 
 class _TracebackBuilder:
@@ -300,15 +302,21 @@ class Scanner:
         self.usage: tuple[Line, int] | None = None
         self.usage_options: set[str] = set()
         self.usage_lines: list[str] = []
+        # a launch command continued on the next lines with a trailing backslash
+        self.continued: tuple[Line, int] | None = None
 
     @property
     def wants_more(self) -> bool:
         """True while a traceback, usage dump, faulthandler dump or a candidate's
         after-context is open."""
-        return bool(self.traceback or self.usage or self.fault or self.pending_context)
+        return bool(
+            self.traceback or self.usage or self.fault or self.pending_context or self.continued
+        )
 
     def feed(self, line: Line) -> None:
         self._extend_context(line)
+        if self.continued is not None:
+            self._continue_command(line)
         if self.traceback is not None and self.traceback.feed(line):
             if self.has_trigger(line.text):
                 self._add_candidate(line)
@@ -445,8 +453,18 @@ class Scanner:
                 self.log.exit_status = _signal_status(signal)
         if any(hint in body for hint in LAUNCH_HINTS) and find_launch_command(body):
             self.log.commands.append(line)
+            if body.rstrip().endswith("\\"):
+                self.continued = (line, 1)
         if "sglang" in body or "Version: " in body:
             self._note_version(line)
+
+    def _continue_command(self, line: Line) -> None:
+        """Join a `\\`-continued line to the launch command above it, as the shell does."""
+        head, count = self.continued or (line, 0)
+        joined = f"{head.body.rstrip()[:-1].rstrip()} {line.body.strip()}"
+        self.log.commands[-1] = replace(head, body=joined)
+        more = joined.endswith("\\") and count < MAX_CONTINUED_LINES
+        self.continued = (self.log.commands[-1], count + 1) if more else None
 
     def _note_version(self, line: Line) -> None:
         """A version the input states (pip output, a version print): the best evidence of

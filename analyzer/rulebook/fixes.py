@@ -57,6 +57,8 @@ class FixPlan:
     edits: list[Edit] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)
+    # the fix lies outside the command (other processes hold the memory)
+    outside_command: bool = False
 
 
 @cache
@@ -447,46 +449,15 @@ def _int(value: str | None) -> int | None:
 
 def eagle3_algorithm(finding: Finding, ctx: FixContext) -> FixPlan:
     if finding.match.groups.get("ratio") != "3":
-        return FixPlan()
+        # not an EAGLE-3 head's 3 x hidden: the draft was trained for another target
+        return FixPlan([], [], outside_command=True)
     current = (ctx.value("--speculative-algorithm") or "").upper()
     if current == "EAGLE3":
-        note = "the algorithm is already EAGLE3: check that the draft really is an EAGLE-3 head"
-        return FixPlan([], [note])
+        # the draft's hidden size is not the target's: another draft, not another flag
+        note = "the algorithm is already EAGLE3: the draft was trained for another target"
+        return FixPlan([], [note], outside_command=True)
     note = "the draft is an EAGLE-3 head: serve it with --speculative-algorithm EAGLE3"
     return FixPlan([Edit("set", "--speculative-algorithm", value="EAGLE3")], [note])
-
-
-def memory_fix(finding: Finding, ctx: FixContext) -> FixPlan:
-    """Phase-aware memory edits; none when other processes hold the memory."""
-    groups = finding.match.groups
-    if groups.get("other_processes"):
-        return FixPlan([], ["free the GPUs first (see nvidia-smi), then rerun the same command"])
-    fraction = _float(ctx.value("--mem-fraction-static"))
-    phase = groups.get("phase", "startup")
-    if phase == "kv_cache":
-        if fraction is not None and fraction < 0.93:
-            new = round(min(fraction + 0.05, 0.95), 2)
-            return FixPlan([Edit("set", "--mem-fraction-static", value=f"{new:g}")])
-        return FixPlan([], _context_note(ctx))
-    if phase in ("cuda_graph_capture", "serving"):
-        base = fraction if fraction is not None else 0.88
-        new = round(max(base - 0.05, 0.5), 2)
-        return FixPlan([Edit("set", "--mem-fraction-static", value=f"{new:g}")])
-    return FixPlan()
-
-
-def _context_note(ctx: FixContext) -> list[str]:
-    length = ctx.value("--context-length")
-    if length:
-        return [f"--context-length is {length}: a shorter context needs a smaller KV cache"]
-    return []
-
-
-def _float(value: str | None) -> float | None:
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None
 
 
 BOUNDS = (
@@ -555,19 +526,34 @@ SIMILAR_PATH = 0.8
 
 
 def nearest_path(finding: Finding, ctx: FixContext) -> FixPlan:
-    """A local path that does not exist: name its flag; propose a near-identical sibling."""
+    """A local path that does not exist: name its flag; propose a near-identical sibling.
+
+    Code the model needs: transformers' dynamic_module_utils.resolve_trust_remote_code asks
+    for `trust_remote_code=True`, SGLang's --trust-remote-code passes it.
+    """
     message = " ".join(line.body for line in finding.match.evidence)
+    if finding.match.groups.get("needs_remote_code") and not ctx.typed("--trust-remote-code"):
+        note = "the checkpoint ships its own model code: --trust-remote-code lets it run"
+        named = [f for f in PATH_FLAGS if (v := _typed_value(ctx, f)) and v in message]
+        return FixPlan([Edit("add", "--trust-remote-code")], [note], named)
     for flag in PATH_FLAGS:
         path = _typed_value(ctx, flag)
         if not path or path not in message:
             continue
         return _sibling_plan(flag, path)
+    model = _typed_value(ctx, "--model-path")
+    if model and Path(model, "config.json").is_file():
+        # the model is here and loads no further: its files or the install, not a flag
+        return FixPlan([], [], outside_command=True)
     return FixPlan()
 
 
 def _sibling_plan(flag: str, path: str) -> FixPlan:
     folder = Path(path)
-    if folder.exists() or not folder.parent.is_dir():
+    if folder.exists():
+        # the path is right and the files in it are not: the download, not the command
+        return FixPlan([], [], [flag], outside_command=True)
+    if not folder.parent.is_dir():
         return FixPlan([], [], [flag])
     siblings = sorted(p.name for p in folder.parent.iterdir() if p.is_dir())
     close = difflib.get_close_matches(folder.name, siblings, n=1, cutoff=SIMILAR_PATH)
@@ -589,5 +575,4 @@ FLAG_FIXES: dict[str, Callable[[Finding, FixContext], FixPlan]] = {
     "respell_algorithm": respell_algorithm,
     "satisfy_requirement": satisfy_requirement,
     "eagle3_algorithm": eagle3_algorithm,
-    "memory_fix": memory_fix,
 }

@@ -12,7 +12,9 @@ catalog's raise/assert sites whose condition reads only flags the command sets
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from analyzer.core.model import Edit, Finding, Line, Match, Traceback
 from analyzer.rulebook.conditions import failing_sites
@@ -32,7 +34,7 @@ TRUE_WORDS = ("true", "yes", "on", "1")
 class Predicted:
     """One problem SGLang would stop at: which check, its words, its flags, the fix."""
 
-    check: str  # flags | speculative | condition
+    check: str  # flags | speculative | model | condition
     message: str
     flags: list[str]
     plan: FixPlan = field(default_factory=FixPlan)
@@ -48,6 +50,7 @@ def predict(
     if found:
         return found
     found = speculative_problems(command, catalog)
+    found += context_problems(command, catalog)
     if errors is not None:
         found += condition_problems(command, catalog, errors)
     return found
@@ -252,6 +255,58 @@ def typed_values(command: LaunchCommand, catalog: FlagCatalog) -> dict[str, str]
         if flag:
             values[flag] = argument.value if argument.value is not None else "true"
     return values
+
+
+# ---- the model's own limits -------------------------------------------------------------
+
+# sglang 0.5.23 utils/hf_transformers/common.py CONTEXT_LENGTH_KEYS, in its order
+CONTEXT_LENGTH_KEYS = (
+    "max_sequence_length", "seq_length", "max_seq_len", "model_max_length",
+    "max_position_embeddings",
+)  # fmt: skip
+DEFAULT_CONTEXT = 2048
+
+
+def context_problems(command: LaunchCommand, catalog: FlagCatalog) -> list[Predicted]:
+    """A --context-length above the local model's: configs/model_config.py
+    _derive_context_length raises `User-specified context_length (N) is greater than the
+    derived context_length (M)` (unless SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN is set)."""
+    values = typed_values(command, catalog)
+    given, path = values.get("--context-length"), values.get("--model-path")
+    derived = derived_context_length(Path(path)) if path else None
+    if derived is None or given is None or not given.isdigit() or int(given) <= derived:
+        return []
+    message = (
+        f"ValueError: Warning: User-specified context_length ({given}) is greater than the "
+        f"derived context_length ({derived})"
+    )
+    flags = ["--context-length"]
+    finding = synthetic_finding(message, flags, {"message": message})
+    plan = FIXES["respect_bound"](finding, FixContext(command, catalog))
+    return [Predicted("model", message, flags, plan)]
+
+
+def derived_context_length(folder: Path) -> int | None:
+    """The context length SGLang derives from a local model's config.json
+    (utils/hf_transformers/common.py get_context_length), None without one."""
+    try:
+        config = json.loads((folder / "config.json").read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(config, dict):
+        return None
+    text = config.get("text_config")
+    config = text if isinstance(text, dict) else config
+    scaling = config.get("rope_scaling")
+    factor = 1.0
+    if isinstance(scaling, dict) and "original_max_position_embeddings" not in scaling:
+        if scaling.get("rope_type") != "llama3":
+            factor = float(scaling.get("factor", 1) or 1)
+    for key in CONTEXT_LENGTH_KEYS:
+        value = config.get(key)
+        if isinstance(value, int | float):
+            return int(factor * value)
+    return DEFAULT_CONTEXT
 
 
 # ---- the error catalog's conditions ------------------------------------------------------

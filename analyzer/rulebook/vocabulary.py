@@ -17,6 +17,7 @@ One file per rule. The vocabulary (documented in rules/README.md):
     flags, flags_group               flags involved, fixed or read from a named group
     logic, fix                       names of one Python function each (rulelogic / fixes)
     priority, alone                  root-cause order; report only when nothing else fired
+    outside_command                  no edit of the launch command fixes it (install, network)
     generic                          a catch-all: where the error catalog places the exception
                                      in a raise-site family, the family's class wins
     explanation, advice              text; `{group}` placeholders are filled from the match;
@@ -48,7 +49,7 @@ REQUIREMENTS = (
 KNOWN_KEYS = {
     "id", "class", "title", "severity", "scope", "triggers", "patterns", "frame", "frameless", "code",
     "innermost", "requires", "flags", "flags_group", "logic", "fix", "priority", "alone", "generic",
-    "outlives_serving", "explanation", "advice", "doc", "cases",
+    "outlives_serving", "outside_command", "explanation", "advice", "doc", "cases",
 }  # fmt: skip
 # the rule ids of incidents a catalog classed, not a rule file: a raise-site family's
 # (raise_site_rules.py), a frame phase's (frame_phases.py); here so the pipeline names them
@@ -118,6 +119,8 @@ class Rule:
     # a failure of what the server relies on (a transfer path, a peer), not of one request:
     # serving after it does not make it survived (engine/survival.py)
     outlives_serving: bool = False
+    # no edit of the launch command fixes it (the install, the network, the checkpoint)
+    outside_command: bool = False
     cases: tuple[RuleCase, ...] = field(default=(), compare=False)
 
 
@@ -242,6 +245,7 @@ def _build(data: dict[str, Any], path: str) -> Rule:
         priority=int(data.get("priority", 50)),
         alone=bool(data.get("alone", False)),
         outlives_serving=bool(data.get("outlives_serving", False)),
+        outside_command=bool(data.get("outside_command", False)),
         generic=bool(data.get("generic", False)),
         cases=tuple(_case(c) for c in data.get("cases", [])),
     )

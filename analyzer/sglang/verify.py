@@ -175,6 +175,7 @@ EAGLE_DRAFT_CONFIG: dict[str, object] = {
 _MODEL_FLAG = "--model-path"
 _DRAFT_FLAG = "--speculative-draft-model-path"
 _ALGORITHM_FLAG = "--speculative-algorithm"
+_CONTEXT_FLAG = "--context-length"
 _EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)\b")
 _ARGPARSE_ERROR = re.compile(r"^\S.*: error: ")
 
@@ -341,12 +342,13 @@ def sglang_argv(command_text: str, scratch: Path) -> list[str]:
         raise ValueError("no SGLang launch found in the command")
     canonical = _canonical()
     algorithm = (parsed.get(_ALGORITHM_FLAG) or "").upper()
+    context = _context_length(parsed.get(_CONTEXT_FLAG))
     argv: list[str] = list(parsed.positionals)
     for argument in parsed.arguments:
         long = canonical(argument.flag)
         value = argument.value
         if value is not None and long in (_MODEL_FLAG, _DRAFT_FLAG) and not Path(value).exists():
-            value = str(_stand_in(scratch, long, algorithm))
+            value = str(_stand_in(scratch, long, algorithm, context))
         argv.extend(_words(argument, value))
     if not any(canonical(a.flag) == "--device" for a in parsed.arguments):
         argv.extend(["--device", "cpu"])
@@ -359,14 +361,29 @@ def _words(argument: Argument, value: str | None) -> list[str]:
     return [f"{argument.flag}={value}"] if argument.joined else [argument.flag, value]
 
 
-def _stand_in(scratch: Path, flag: str, algorithm: str) -> Path:
-    """A folder with just a config.json shaped like the model the flag names."""
+def _context_length(value: str | None) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _stand_in(scratch: Path, flag: str, algorithm: str, context: int | None = None) -> Path:
+    """A folder with just a config.json shaped like the model the flag names.
+
+    The real model's context length is unknown here: the stand-in's is at least the
+    command's --context-length, so SGLang's check against the model's own does not refuse
+    what the real model may allow.
+    """
     if flag == _MODEL_FLAG:
         name, config = "target", TARGET_CONFIG
     elif algorithm == "EAGLE3":
         name, config = "eagle3-draft", EAGLE3_DRAFT_CONFIG
     else:
         name, config = "eagle-draft", EAGLE_DRAFT_CONFIG
+    positions = int(str(config["max_position_embeddings"]))
+    if context is not None and context > positions:
+        config = {**config, "max_position_embeddings": context}
     folder = scratch / name
     folder.mkdir(exist_ok=True)
     (folder / "config.json").write_text(json.dumps(config, indent=2) + "\n", "utf-8")

@@ -1,0 +1,171 @@
+"""Fixes read from the check SGLang failed: memory, speculative draft shapes, backends.
+
+Each follows what SGLang's own code or message asks for (the docstrings cite the file and
+function of SGLang 0.5.23); analyzer/engine/correct.py applies and validates the edits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from analyzer.core.model import Edit, Finding
+from analyzer.rulebook.fixes import FixContext, FixPlan, speculative_values
+
+# --mem-fraction-static: a share of the GPU's memory; 0.95 leaves the least room SGLang's own
+# reservations (activations, CUDA graphs: arg_groups/memory_hook.py) are sized from
+MAX_FRACTION = 0.95
+FRACTION_STEP = 0.05
+DEFAULT_FRACTION = 0.88  # when neither the command nor the record says it
+# the KV pool ran out of slots (mem_cache/allocation.py alloc_token_slots / alloc_for_extend:
+# "Out of memory. Try to lower your batch size."): the settings that size a batch
+BATCH_CAPS = ("--max-running-requests", "--chunked-prefill-size", "--max-prefill-tokens")
+
+
+def memory_fix(finding: Finding, ctx: FixContext) -> FixPlan:
+    """Phase-aware memory edits; none when other processes hold the memory."""
+    groups = finding.match.groups
+    if groups.get("other_processes"):
+        note = "free the GPUs first (see nvidia-smi), then rerun the same command"
+        return FixPlan([], [note], outside_command=True)
+    fraction = _float(ctx.value("--mem-fraction-static"))
+    phase = groups.get("phase", "startup")
+    if phase == "kv_cache":
+        return _raise_fraction(fraction) or FixPlan([], _context_note(ctx))
+    if phase == "kv_pool":
+        return _lower_cap(ctx, BATCH_CAPS) or _raise_fraction(fraction) or FixPlan()
+    if phase == "serving" and groups.get("prefill_caps"):
+        caps = tuple(groups["prefill_caps"].split(" or "))
+        if plan := _lower_cap(ctx, caps):
+            return plan
+    if phase in ("cuda_graph_capture", "serving"):
+        base = fraction if fraction is not None else DEFAULT_FRACTION
+        new = round(max(base - FRACTION_STEP, 0.5), 2)
+        return FixPlan([Edit("set", "--mem-fraction-static", value=f"{new:g}")])
+    return FixPlan()
+
+
+def _raise_fraction(fraction: float | None) -> FixPlan | None:
+    """More of the GPU for weights + KV pool, up to MAX_FRACTION."""
+    if fraction is None or fraction >= MAX_FRACTION - 0.02:
+        return None
+    new = round(min(fraction + FRACTION_STEP, MAX_FRACTION), 2)
+    return FixPlan([Edit("set", "--mem-fraction-static", value=f"{new:g}")])
+
+
+def _lower_cap(ctx: FixContext, caps: tuple[str, ...]) -> FixPlan | None:
+    """Halve the first of the caps the user set (a batch's tokens or requests)."""
+    for flag in caps:
+        if not ctx.typed(flag):
+            continue
+        value = _int(ctx.value(flag))
+        if value is None or value <= 1:
+            continue
+        new = value // 2
+        note = f"{flag} {new}: half the tokens (or requests) a batch may take at once"
+        return FixPlan([Edit("set", flag, value=str(new))], [note], [flag])
+    return None
+
+
+def _context_note(ctx: FixContext) -> list[str]:
+    length = ctx.value("--context-length")
+    if length:
+        return [f"--context-length is {length}: a shorter context needs a smaller KV cache"]
+    return []
+
+
+# Attention backends whose source reads no speculative forward mode (no spec_info, no
+# is_target_verify / is_draft_extend branch in layers/attention/<name>_backend.py); flex
+# attention is refused outright (arg_groups/attention_hook.py
+# handle_attention_backend_compatibility: "Speculative decoding is currently not supported
+# with Flex Attention backend").
+NO_SPECULATIVE_BACKENDS = ("torch_native", "flex_attention", "double_sparsity")
+BACKEND_FLAGS = ("--attention-backend", "--prefill-attention-backend", "--decode-attention-backend")
+
+
+def speculative_backend(finding: Finding, ctx: FixContext) -> FixPlan:
+    """Drop the backend choice that has no speculative path: with none given SGLang picks
+    the hardware's default (arg_groups/overrides.py _attention_backend_default ->
+    get_default_attn_backend: fa3, flashinfer, triton, ... all of which handle the draft
+    and verify batches)."""
+    edits = [
+        Edit("remove", flag)
+        for flag in BACKEND_FLAGS
+        if ctx.typed(flag) and (ctx.value(flag) or "") in NO_SPECULATIVE_BACKENDS
+    ]
+    if not edits:
+        return FixPlan()
+    note = (
+        "without --attention-backend SGLang picks the GPU's default, which runs speculative batches"
+    )
+    return FixPlan(edits, [note], [e.flag for e in edits])
+
+
+TRIO = ("--speculative-num-steps", "--speculative-eagle-topk", "--speculative-num-draft-tokens")
+
+
+def chain_draft(finding: Finding, ctx: FixContext) -> FixPlan:
+    """A topk the path refuses: a chain (topk 1), whose draft tokens SGLang sets to steps + 1
+    (arg_groups/speculative_hook.py _handle_eagle_family: "speculative_num_draft_tokens is
+    adjusted to speculative_num_steps + 1 when speculative_eagle_topk == 1")."""
+    topk = _int(ctx.value("--speculative-eagle-topk"))
+    if topk is None or topk <= 1:
+        return FixPlan()
+    edits = [Edit("set", "--speculative-eagle-topk", value="1")]
+    steps = _int(ctx.value("--speculative-num-steps"))
+    if steps is not None and ctx.typed("--speculative-num-draft-tokens"):
+        edits.append(Edit("set", "--speculative-num-draft-tokens", value=str(steps + 1)))
+    note = "--speculative-eagle-topk 1: a chain draft, which every speculative path supports"
+    return FixPlan(edits, [note])
+
+
+def fit_draft_tree(finding: Finding, ctx: FixContext) -> FixPlan:
+    """Draft tokens within the tree's candidates: speculative/eagle_utils.py
+    organize_draft_results takes torch.topk(scores, num_draft_token - 1) of the
+    topk + (num_steps - 1) x topk^2 candidates."""
+    steps = _int(ctx.value("--speculative-num-steps"))
+    topk = _int(ctx.value("--speculative-eagle-topk"))
+    tokens = _int(ctx.value("--speculative-num-draft-tokens"))
+    if steps is None or topk is None or tokens is None or steps < 1 or topk < 1:
+        return FixPlan()
+    most = topk + (steps - 1) * topk * topk + 1
+    if tokens <= most:
+        return FixPlan()
+    note = f"at most topk + (steps - 1) x topk^2 + 1 = {most} draft tokens"
+    return FixPlan(
+        [Edit("set", "--speculative-num-draft-tokens", value=str(most))], [note], list(TRIO)
+    )
+
+
+def explicit_speculative(finding: Finding, ctx: FixContext) -> FixPlan:
+    """Give the trio SGLang would otherwise choose from the model's config.json:
+    server_args.py auto_choose_speculative_params (0.5.6-0.5.13) reads the architecture when
+    --speculative-num-steps is unset; its answer for most models is the chain (3, 1, 4)."""
+    values = speculative_values(ctx)
+    edits = [Edit("add", flag, value=values[flag]) for flag in TRIO if flag in values]
+    if not edits:
+        return FixPlan()
+    note = "set explicitly, SGLang no longer reads the model's config to choose them"
+    return FixPlan(edits, [note], list(TRIO))
+
+
+def _float(value: str | None) -> float | None:
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+CHECK_FIXES: dict[str, Callable[[Finding, FixContext], FixPlan]] = {
+    "memory_fix": memory_fix,
+    "speculative_backend": speculative_backend,
+    "chain_draft": chain_draft,
+    "fit_draft_tree": fit_draft_tree,
+    "explicit_speculative": explicit_speculative,
+}
