@@ -89,6 +89,24 @@ def test_unknown_flag_without_a_close_match_is_dropped_not_renamed(tmp_path):
     assert any("dropping --frobnicate-widgets" in a for a in incident.advice)
 
 
+@pytest.mark.parametrize(
+    ("typed", "meant"),
+    [
+        # a word swapped for another is another option, however alike the rest
+        ("--enable-flashinfer-mla", None),
+        ("--enable-ep-moe", None),
+        # a misspelt word, a cut one, an extra one: the option meant
+        ("--mem-fraction-statc", "--mem-fraction-static"),
+        ("--quantization-method", "--quantization"),
+    ],
+)
+def test_a_rename_keeps_every_word_or_adds_and_drops_only(typed, meant):
+    from analyzer.rulebook.fixes import replacement_for
+    from analyzer.sglang.catalog import load_catalog
+
+    assert replacement_for(typed, load_catalog("0.5.23"))[0] == meant
+
+
 def test_invalid_choice_with_no_choice_meant_is_dropped_to_the_default(tmp_path):
     command = "python -m sglang.launch_server --model-path /m --attention-backend sdpa_x"
     error = (
