@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from analyzer.core.model import Edit, Finding
-from analyzer.rulebook.fixes import FixContext, FixPlan, speculative_values
+from analyzer.rulebook.fixes import FixContext, FixPlan, int_value, speculative_values
 
 # --mem-fraction-static: a share of the GPU's memory; 0.95 leaves the least room SGLang's own
 # reservations (activations, CUDA graphs: arg_groups/memory_hook.py) are sized from
@@ -57,7 +57,7 @@ def _lower_cap(ctx: FixContext, caps: tuple[str, ...]) -> FixPlan | None:
     for flag in caps:
         if not ctx.typed(flag):
             continue
-        value = _int(ctx.value(flag))
+        value = int_value(ctx.value(flag))
         if value is None or value <= 1:
             continue
         new = value // 2
@@ -107,11 +107,11 @@ def chain_draft(finding: Finding, ctx: FixContext) -> FixPlan:
     """A topk the path refuses: a chain (topk 1), whose draft tokens SGLang sets to steps + 1
     (arg_groups/speculative_hook.py _handle_eagle_family: "speculative_num_draft_tokens is
     adjusted to speculative_num_steps + 1 when speculative_eagle_topk == 1")."""
-    topk = _int(ctx.value("--speculative-eagle-topk"))
+    topk = int_value(ctx.value("--speculative-eagle-topk"))
     if topk is None or topk <= 1:
         return FixPlan()
     edits = [Edit("set", "--speculative-eagle-topk", value="1")]
-    steps = _int(ctx.value("--speculative-num-steps"))
+    steps = int_value(ctx.value("--speculative-num-steps"))
     if steps is not None and ctx.typed("--speculative-num-draft-tokens"):
         edits.append(Edit("set", "--speculative-num-draft-tokens", value=str(steps + 1)))
     note = "--speculative-eagle-topk 1: a chain draft, which every speculative path supports"
@@ -122,9 +122,9 @@ def fit_draft_tree(finding: Finding, ctx: FixContext) -> FixPlan:
     """Draft tokens within the tree's candidates: speculative/eagle_utils.py
     organize_draft_results takes torch.topk(scores, num_draft_token - 1) of the
     topk + (num_steps - 1) x topk^2 candidates."""
-    steps = _int(ctx.value("--speculative-num-steps"))
-    topk = _int(ctx.value("--speculative-eagle-topk"))
-    tokens = _int(ctx.value("--speculative-num-draft-tokens"))
+    steps = int_value(ctx.value("--speculative-num-steps"))
+    topk = int_value(ctx.value("--speculative-eagle-topk"))
+    tokens = int_value(ctx.value("--speculative-num-draft-tokens"))
     if steps is None or topk is None or tokens is None or steps < 1 or topk < 1:
         return FixPlan()
     most = topk + (steps - 1) * topk * topk + 1
@@ -151,13 +151,6 @@ def explicit_speculative(finding: Finding, ctx: FixContext) -> FixPlan:
 def _float(value: str | None) -> float | None:
     try:
         return float(value) if value is not None else None
-    except ValueError:
-        return None
-
-
-def _int(value: str | None) -> int | None:
-    try:
-        return int(value) if value is not None else None
     except ValueError:
         return None
 

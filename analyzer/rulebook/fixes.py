@@ -106,7 +106,7 @@ def _speculated_tokens(flag: str, value: str | None, ctx: FixContext) -> FixPlan
     `counts_steps`), when the command has an algorithm and leaves the steps to us."""
     if not foreign_flags().get(flag, {}).get("counts_steps"):
         return None
-    steps = _int(value)
+    steps = int_value(value)
     topk = ctx.value("--speculative-eagle-topk")
     if (
         steps is None
@@ -277,8 +277,8 @@ def satisfy_requirement(finding: Finding, ctx: FixContext) -> FixPlan:
         return FixPlan([], [note])
     plan = FixPlan([Edit("set", required, value=value)])
     if required == "--speculative-eagle-topk" and value == "1":
-        steps = _int(ctx.value("--speculative-num-steps"))
-        tokens = _int(ctx.value("--speculative-num-draft-tokens"))
+        steps = int_value(ctx.value("--speculative-num-steps"))
+        tokens = int_value(ctx.value("--speculative-num-draft-tokens"))
         if steps is not None and tokens is not None and tokens != steps + 1:
             plan.edits.append(Edit("set", "--speculative-num-draft-tokens", value=str(steps + 1)))
             plan.notes.append(
@@ -429,9 +429,9 @@ def speculative_values(ctx: FixContext) -> dict[str, str]:
     are the tree's depth, independent of the token budget: 3, SGLang's usual depth (fewer
     only when the budget is smaller). With neither steps nor draft tokens: 3 steps.
     """
-    steps = _int(ctx.value("--speculative-num-steps"))
-    topk = _int(ctx.value("--speculative-eagle-topk"))
-    tokens = _int(ctx.value("--speculative-num-draft-tokens"))
+    steps = int_value(ctx.value("--speculative-num-steps"))
+    topk = int_value(ctx.value("--speculative-eagle-topk"))
+    tokens = int_value(ctx.value("--speculative-num-draft-tokens"))
     values: dict[str, str] = {}
     if topk is None:
         values["--speculative-eagle-topk"] = "1"
@@ -469,7 +469,8 @@ def complete_speculative(finding: Finding, ctx: FixContext) -> FixPlan:
     return plan
 
 
-def _int(value: str | None) -> int | None:
+def int_value(value: str | None) -> int | None:
+    """A flag's value as an int, None when it is not one."""
     try:
         return int(value) if value is not None else None
     except ValueError:

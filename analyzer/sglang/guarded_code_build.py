@@ -22,7 +22,6 @@ requirement: a method through its class, a nested function through its outer one
 from __future__ import annotations
 
 import ast
-import json
 import os
 import re
 import warnings
@@ -32,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from analyzer.core.output import write_output
-from analyzer.sglang.code_paths_build import SERVER_ARGS_FILES
+from analyzer.sglang.code_paths_build import SERVER_ARGS_FILES, dumps
 from analyzer.sglang.release_source import SourceMiner, package_version
 from analyzer.sglang.source_guards import (
     Fact,
@@ -302,17 +301,6 @@ def _entry(alternative: Alternative, long_of: dict[str, str]) -> dict[str, Any]:
         for f in facts
     )
     return {"needs": needs, "site": site}
-
-
-def dumps(data: dict[str, Any]) -> str:
-    """Deterministic JSON, one file per line (reviewable diffs)."""
-    head = {k: v for k, v in data.items() if k != "files"}
-    lines = [
-        f" {json.dumps(rel)}: {json.dumps(data['files'][rel], sort_keys=True)}"
-        for rel in sorted(data["files"])
-    ]
-    body = json.dumps(head, sort_keys=True, ensure_ascii=False, indent=1)[:-2]
-    return body + ',\n "files": {\n' + ",\n".join(lines) + "\n }\n}\n"
 
 
 def write_guarded_code(
