@@ -86,6 +86,57 @@ def test_chained_tracebacks_become_one_with_its_causes():
     assert [c.exception_type for c in final.chain] == ["KeyError"]
 
 
+SUBPROCESS_FAILURE = [
+    "Traceback (most recent call last):",
+    '  File "/sglang/srt/model_executor/cuda_graph_runner.py", line 662, in run_once',
+    "    out = forward(input_ids)",
+    '  File "/torch/_inductor/compile_worker/subproc_pool.py", line 81, in _unpickle',
+    "    raise SubprocException(error_msg) from None",
+    "torch._inductor.compile_worker.subproc_pool.SubprocException: An exception occurred in a"
+    " subprocess:",
+    "",
+    "Name=<unknown>",
+    "Traceback (most recent call last):",
+    '  File "/torch/_inductor/compile_worker/subproc_pool.py", line 330, in do_job',
+    "    result = job()",
+    "RuntimeError: PassManager::run failed",
+    "",
+    "During handling of the above exception, another exception occurred:",
+    "",
+    "Traceback (most recent call last):",
+    '  File "/sglang/srt/model_executor/cuda_graph_runner.py", line 386, in __init__',
+    "    raise Exception(",
+    "Exception: Capture cuda graph failed: SubprocException: An exception occurred",
+]
+
+
+def test_a_traceback_embedded_in_a_message_is_one_failure_with_it():
+    # torch's SubprocException carries the job's traceback in its message: the capture
+    # failure that follows is chained to both
+    log = scan(SUBPROCESS_FAILURE)
+    assert len(log.tracebacks) == 1
+    final = log.tracebacks[0]
+    assert [c.exception_type for c in final.chain] == [
+        "RuntimeError",
+        "torch._inductor.compile_worker.subproc_pool.SubprocException",
+    ]
+    assert final.chain[1].frames[0].function == "run_once"
+
+
+def test_a_traceback_far_below_a_message_ending_in_a_colon_stays_apart():
+    lines = [*SUBPROCESS_FAILURE[:6], "", "[2026-01-01 00:00:00] next", "x", "y"]
+    lines += SUBPROCESS_FAILURE[8:12]
+    log = scan(lines)
+    assert [t.exception_type for t in log.tracebacks] == [
+        "torch._inductor.compile_worker.subproc_pool.SubprocException",
+        "RuntimeError",
+    ]
+    assert log.tracebacks[1].chain == ()
+    # a message not ending in `:` opens no embedded traceback either
+    plain = [*SUBPROCESS_FAILURE[:5], "ValueError: bad value", "", *SUBPROCESS_FAILURE[8:12]]
+    assert [len(t.chain) for t in scan(plain).tracebacks] == [0, 0]
+
+
 def test_caret_lines_are_not_taken_for_code():
     lines = [
         "Traceback (most recent call last):",

@@ -141,6 +141,9 @@ KILLED = LazyPattern(
 SIGNAL_MARKS = (*SIGNAL_STATUS, "Main process exited")
 SIGKILL_STATUS = "-9"
 TRACEBACK_START = "Traceback (most recent call last):"
+# lines from an exception line ending in `:` to the traceback its message embeds (torch's
+# SubprocException: the message, a blank line, `Name=...`, the subprocess's traceback)
+EMBEDDED_TRACEBACK_GAP = 3
 USAGE_START = "usage: "
 # `regex` finds the `--` behind a look-behind far faster than `re`, which tries every position
 USAGE_OPTION = regex.compile(r"(?<![\w-])--[A-Za-z][\w-]*")
@@ -338,7 +341,7 @@ class Scanner:
             self.usage_options = set(USAGE_OPTION.findall(line.body))
             self.usage_lines = [line.body]
         if TRACEBACK_START in body:
-            chain = self.chain_next or ()
+            chain = self.chain_next or self._embedding(line) or ()
             self.traceback = _TracebackBuilder(line, chain)
             self.chain_next = None
         elif body.strip() in CHAIN_MARKERS and self.last_traceback is not None:
@@ -351,6 +354,22 @@ class Scanner:
                 self._note_fragment(line)
         self._note_markers(line)
         self._remember(line)
+
+    def _embedding(self, line: Line) -> tuple[Traceback, ...] | None:
+        """A traceback whose message ends in `:` and goes on as another process's traceback
+        (torch/_inductor/compile_worker/subproc_pool.py SubprocException: `An exception
+        occurred in a subprocess:` then the job's traceback) is one failure with it: the
+        traceback opening on the next lines gets it as its cause, so a chain marker after
+        the embedded one keeps both (a traceback opened on the exception's own line, the
+        0.3 launcher's, is a separate one)."""
+        last = self.last_traceback
+        if last is None or not last.exception_message.rstrip().endswith(":"):
+            return None
+        if not 0 < line.number - last.lines[-1].number <= EMBEDDED_TRACEBACK_GAP:
+            return None
+        self.log.tracebacks.pop()
+        self.last_traceback = None
+        return (last, *last.chain)
 
     def _note_fragment(self, line: Line) -> None:
         """A traceback without its header, an exception or an argparse error pasted alone:
