@@ -28,7 +28,7 @@ from analyzer.engine.correct import choose_command, propose, verify_incidents
 from analyzer.engine.fault_dump import with_fault_dump
 from analyzer.engine.fault_flags import fault_flags
 from analyzer.engine.flags_shown import FlagsShown, shown_in_input, shown_in_lines
-from analyzer.engine.guarded_frames import with_evidence
+from analyzer.engine.guarded_frames import possibly_set, with_evidence
 from analyzer.engine.link import (
     canonical_flag,
     exception_flags,
@@ -276,7 +276,8 @@ def _fallback(
     # the flags whose code path failed, set by the user (engine/fault_flags.py)
     faulty = fault_flags(traceback, context.catalog, command, shown=context.shown)
     if found is None:
-        flags = list(dict.fromkeys([*named, *faulty, *traceback_flags(traceback)]))
+        ran = traceback_flags(traceback, possibly_set(command, context.catalog))
+        flags = list(dict.fromkeys([*named, *faulty, *ran]))
         incident = incidents_stage.fallback_incident(
             log,
             traceback,
@@ -287,7 +288,8 @@ def _fallback(
     else:
         flags = site_flags(found.site, context.catalog, command)
         flags += [f for f in faulty if f not in flags]
-        flags += [f for f in traceback_flags(traceback) if f not in flags]
+        ran = traceback_flags(traceback, possibly_set(command, context.catalog))
+        flags += [f for f in ran if f not in flags]
         flags += [f for f in named if f not in flags]
         incident = incidents_stage.fallback_incident(
             log, traceback, found, reported_flags(flags, context.catalog), death=death
@@ -367,7 +369,8 @@ def _incident(
     flags += [f for f in faulty if f not in flags]
     flags += [f for f in (*finding.flags, *proposal.flags) if f not in flags]
     # the features the traceback ran through or names (analyzer/catalogs/features.toml)
-    flags.extend(f for f in traceback_flags(traceback) if f not in flags)
+    ran = traceback_flags(traceback, possibly_set(command, context.catalog))
+    flags.extend(f for f in ran if f not in flags)
     # the flags its exception message spells (an option, a field, a field in prose)
     named = exception_flags(traceback, context.catalog, choice.command if choice else None)
     flags.extend(f for f in named if f not in flags)

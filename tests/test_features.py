@@ -19,6 +19,7 @@ from analyzer.rulebook.features import (
 from analyzer.sglang.catalog import all_catalogs, load_catalog
 from analyzer.sglang.error_catalog import load_error_catalog, shipped_error_versions
 from analyzer.sglang.flag_history import shipped_history
+from analyzer.sglang.guarded_code import guarded_code_for, shipped_guarded_versions
 
 PACKAGE = "/usr/lib/python3/dist-packages/sglang/srt/"
 
@@ -46,7 +47,32 @@ def test_every_phrase_is_how_sglang_names_the_feature(feature):
             text = site.message.lower()
             flags = {history.spelling(f, catalog) for f in site.flags}
             backed.update(p for p in feature.phrases if p in text and flags & set(feature.flags))
+    backed.update(p for p in feature.phrases if _guarded_code_says(feature.flags, p))
     assert backed or feature.frames, feature
+
+
+RELEASE_SOURCES = (
+    Path(__file__).resolve().parent.parent / ".sglang" / "releases",
+    Path("/work/main/.sglang/releases"),
+)
+
+
+def _guarded_code_says(flags: tuple[str, ...], phrase: str) -> bool:
+    """A file of an installed release whose code the mined map (catalogs/guarded-*.json)
+    guards by one of `flags` says the phrase (ReasonerGrammarBackend, built only with
+    --reasoning-parser, says `constrained reasoning`)."""
+    for version in shipped_guarded_versions():
+        source = next(
+            (b / version / "sglang" for b in RELEASE_SOURCES if (b / version).is_dir()), None
+        )
+        if source is None:
+            continue
+        files = guarded_code_for(version).maps[0][1]
+        for rel, functions in files.items():
+            needs = {n[0] for guards in functions.values() for g in guards for n in g["needs"]}
+            if needs & set(flags) and phrase in (source / rel).read_text("utf-8").lower():
+                return True
+    return False
 
 
 def test_a_message_names_features_by_their_sglang_names():
@@ -85,11 +111,6 @@ def test_a_traceback_through_a_features_code_names_its_flag():
         ("batch_invariant_ops/batch_invariant_ops.py", "matmul_persistent"),
     )
     assert frame_flags(deterministic) == ["--enable-deterministic-inference"]
-    reasoner = _traceback(
-        ("constrained/base_grammar_backend.py", "create_grammar_backend"),
-        ("constrained/reasoner_grammar_backend.py", "__init__"),
-    )
-    assert frame_flags(reasoner) == ["--reasoning-parser"]
     mixed = _traceback(
         ("managers/scheduler.py", "get_new_batch_prefill"),
         ("managers/schedule_batch.py", "mix_with_running"),
@@ -149,6 +170,36 @@ def test_a_cuda_error_line_names_the_feature_its_traceback_ran_through(tmp_path:
     root = analyze([str(log)]).incidents[0]
     assert root.rule_class == "cuda_error"
     assert root.offending_flags == ["--enable-deterministic-inference"]
+
+
+MIXED_CHUNK_CRASH = (
+    "[2025-12-01 09:00:10 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+    f'  File "{PACKAGE}managers/scheduler.py", line 1500, in get_new_batch_prefill\n'
+    "    new_batch.mix_with_running(self.running_batch)\n"
+    f'  File "{PACKAGE}managers/schedule_batch.py", line 1200, in mix_with_running\n'
+    "    self.merge_batch(running_batch)\n"
+    "RuntimeError: shapes of the merged batches differ\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("command", "named"),
+    [
+        ("", True),  # no command: the feature's code ran, so its flag was on
+        ("python -m sglang.launch_server --model-path m --enable-mixed-chunk\n", True),
+        # negatives: the shown command or server_args record leaves the flag off
+        ("python -m sglang.launch_server --model-path m --tp-size 2\n", False),
+        (
+            "[2025-12-01 09:00:00] server_args=ServerArgs(model_path='m', enable_mixed_chunk=False)\n",
+            False,
+        ),
+    ],
+)
+def test_a_features_frames_name_no_flag_the_command_leaves_off(tmp_path, command, named):
+    log = tmp_path / "run.log"
+    log.write_text(command + MIXED_CHUNK_CRASH)
+    root = analyze([str(log)]).incidents[0]
+    assert ("--enable-mixed-chunk" in root.offending_flags) is named
 
 
 def test_an_exception_message_names_its_features_whatever_the_rule(tmp_path: Path):

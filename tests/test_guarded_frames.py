@@ -248,6 +248,27 @@ def test_server_args_record_with_the_flag_false_proves_it_off(tmp_path):
     assert HICACHE not in incident["flags"]
 
 
+# create_grammar_backend wraps the grammar backend in ReasonerGrammarBackend only when
+# server_args.reasoning_parser is set (constrained/base_grammar_backend.py, every release)
+REASONER_CRASH = f"""[2025-12-01 09:00:10 TP0] Scheduler hit an exception: Traceback (most recent call last):
+  File "{SITE}/sglang/srt/managers/scheduler.py", line 2573, in run_scheduler_process
+    scheduler = Scheduler(
+  File "{SITE}/sglang/srt/constrained/reasoner_grammar_backend.py", line 80, in __init__
+    self.think_end_id = think_end_id
+RuntimeError: unexpected tokenizer state
+"""
+
+
+@pytest.mark.parametrize("version", ["0.5.6.post2", "0.5.23"])
+def test_reasoner_grammar_frames_name_the_reasoning_parser(tmp_path, version):
+    incident = _incident(tmp_path, REASONER_CRASH, version)
+    assert "--reasoning-parser" in incident["flags"]
+    assert "reasoner_grammar_backend.py" in incident["explanation"]
+    # negative: a command that leaves the parser unset proves the wrapper was not built
+    incident = _incident(tmp_path, f"{LAUNCH}\n{REASONER_CRASH}", version)
+    assert "--reasoning-parser" not in incident["flags"]
+
+
 def test_frames_through_unguarded_code_name_nothing(tmp_path):
     """Negative: the default radix cache runs for everyone: no flag from its frames."""
     incident = _incident(tmp_path, RADIX_CRASH)

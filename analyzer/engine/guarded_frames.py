@@ -10,6 +10,7 @@ is named. The explanation cites the frame and the guard's site.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -114,6 +115,26 @@ def _holds(need: Need, values: dict[str, str | None], catalog: FlagCatalog) -> b
         return {"gt": number > need.value, "ge": number >= need.value,
                 "lt": number < need.value, "le": number <= need.value}[need.op]  # fmt: skip
     return need.op == "falsy" and text in OFF_WORDS
+
+
+def possibly_set(
+    command: LaunchCommand | None, catalog: FlagCatalog
+) -> Callable[[str], bool] | None:
+    """Whether the command (or the `server_args=ServerArgs(...)` record) leaves a flag
+    possibly on: it sets it to a value other than off (None: no command, anything goes).
+    features.toml's frames, like the mined guards, name no flag the command leaves off."""
+    if command is None:
+        return None
+    values = _values(command, catalog)
+
+    def possible(flag: str) -> bool:
+        canonical = catalog.canonical(flag)
+        if canonical is None or canonical not in values:
+            return False
+        value = values[canonical]
+        return value is None or value.strip().strip("'\"").lower() not in OFF_WORDS
+
+    return possible
 
 
 def input_release(shown: FlagsShown | None, catalog: FlagCatalog) -> str | None:

@@ -11,7 +11,7 @@ frames any traceback's.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cache
 
@@ -165,12 +165,17 @@ def feature_phase(traceback: Traceback) -> tuple[str, Frame] | None:
     return None
 
 
-def traceback_flags(traceback: Traceback | None) -> list[str]:
-    """The features a traceback ran through, then those its exception messages name."""
+def traceback_flags(
+    traceback: Traceback | None, possible: Callable[[str], bool] | None = None
+) -> list[str]:
+    """The features a traceback ran through, then those its exception messages name.
+    `possible`: whether the launch command leaves a flag possibly on; a feature's code that
+    runs only with its flag set names no flag the command leaves off (pipeline.py)."""
     if traceback is None:
         return []
+    ran = [f for f in frame_flags(traceback) if possible is None or possible(f)]
     named = (f for p in (traceback, *traceback.chain) for f in phrase_flags(p.exception_message))
-    return _unique([*frame_flags(traceback), *named])
+    return _unique([*ran, *named])
 
 
 def _unique(flags: Iterable[str]) -> list[str]:
