@@ -23,12 +23,11 @@ from analyzer.core.parse_cache import cached
 
 CATALOG_PACKAGE = "analyzer.catalogs"
 MAX_RESOLVED = 10_000  # typed flags remembered per catalog (a huge input types many)
+SAME_WORD = 0.75  # two words of flags this alike are one misspelt (`statc`, `static`)
 
 
 class CatalogError(Exception):
     """A catalog that cannot be found or read."""
-# two words this alike are one misspelt (`statc`, `static`)
-SAME_WORD = 0.75
 
 
 @dataclass(frozen=True)
