@@ -19,14 +19,13 @@ import regex
 from analyzer.core.lazy_pattern import LazyPattern
 from analyzer.core.model import Edit, Finding
 from analyzer.core.toml_data import shipped_toml
-from analyzer.sglang.catalog import FlagCatalog, FlagSpec
+from analyzer.sglang.catalog import FlagCatalog, FlagSpec, swaps_a_word
 from analyzer.sglang.flag_history import shipped_history
 from analyzer.sglang.launch_command import LaunchCommand
 
 GOOD_MATCH = 0.72
 # A name this close to one flag and no other is a typo of it, whatever its family.
 TYPO_MATCH = 0.95
-SAME_WORD = 0.75  # two words this alike are one misspelt (`statc`, `static`)
 
 
 @dataclass
@@ -94,7 +93,7 @@ def replacement_for(typed: str, catalog: FlagCatalog) -> tuple[str | None, str]:
         scored
         and scored[0][1] >= GOOD_MATCH
         and (_same_family(flag, scored[0][0]) or near)
-        and not _swaps_a_word(flag, scored[0][0])
+        and not swaps_a_word(flag, scored[0][0])
     ):
         return scored[0][0], f"{flag} is closest to SGLang's {scored[0][0]}"
     closest = ", ".join(option for option, _ in scored)
@@ -127,29 +126,6 @@ def _speculated_tokens(flag: str, value: str | None, ctx: FixContext) -> FixPlan
         f"--speculative-num-draft-tokens {steps + 1}"
     )
     return FixPlan(edits, [note])
-
-
-def _swaps_a_word(typed: str, option: str) -> bool:
-    """A word of each flag that the other lacks: a different option, not a misspelling of
-    it (`--enable-flashinfer-mla` is not `--enable-linker-mla-dedup`). A typo, a cut or an
-    added or dropped word (`--quantization-method`: `--quantization`) leaves one side whole."""
-    ours, theirs = _flag_words(typed), _flag_words(option)
-    return bool(_uncovered(ours, theirs)) and bool(_uncovered(theirs, ours))
-
-
-def _uncovered(words: list[str], others: list[str]) -> list[str]:
-    return [w for w in words if not any(_same_word(w, o) for o in others)]
-
-
-def _same_word(a: str, b: str) -> bool:
-    short, long = sorted((a, b), key=len)
-    if short == long or (len(short) >= 3 and long.startswith(short)):
-        return True
-    return difflib.SequenceMatcher(None, a, b).ratio() >= SAME_WORD
-
-
-def _flag_words(flag: str) -> list[str]:
-    return [w for w in regex.split(r"[-_]+", flag.lstrip("-").lower()) if w]
 
 
 def _same_family(typed: str, option: str) -> bool:

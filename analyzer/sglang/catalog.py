@@ -23,6 +23,7 @@ from analyzer.core.parse_cache import cached
 
 CATALOG_PACKAGE = "analyzer.catalogs"
 MAX_RESOLVED = 10_000  # typed flags remembered per catalog (a huge input types many)
+SAME_WORD = 0.75  # two words of flags this alike are one misspelt (`statc`, `static`)
 
 
 class CatalogError(Exception):
@@ -220,6 +221,25 @@ def _in_choices(value: str, spec: FlagSpec) -> bool:
     except ValueError:
         return False
     return typed in spec.choices or value in map(str, spec.choices or ())
+
+
+def swaps_a_word(typed: str, option: str) -> bool:
+    """A word of each flag that the other lacks: a different option, not a misspelling of
+    it (`--enable-flashinfer-mla` is not `--enable-linker-mla-dedup`). A typo, a cut or an
+    added or dropped word (`--quantization-method`: `--quantization`) leaves one side whole."""
+    ours, theirs = _words(typed), _words(option)
+    return bool(_uncovered(ours, theirs)) and bool(_uncovered(theirs, ours))
+
+
+def _uncovered(words: set[str], others: set[str]) -> list[str]:
+    return [w for w in words if not any(_same_word(w, o) for o in others)]
+
+
+def _same_word(a: str, b: str) -> bool:
+    short, long = sorted((a, b), key=len)
+    if short == long or (len(short) >= 3 and long.startswith(short)):
+        return True
+    return difflib.SequenceMatcher(None, a, b).ratio() >= SAME_WORD
 
 
 def _words(flag: str) -> set[str]:
