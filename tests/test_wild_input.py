@@ -549,3 +549,14 @@ def test_an_exception_quoted_inside_a_logger_line_stays_content():
     line = "[2026-01-01 10:00:00] Retrying after `ValueError: bad chunk` from the loader"
     assert detect_prefixes([line, "[2026-01-01 10:00:01] ok"]).names == []
     assert "markdown-emphasis" in detect_prefixes(["see **ValueError: x**"]).names
+
+
+def test_a_wrapper_line_that_kept_only_the_exception_is_that_exception(tmp_path):
+    # scheduler.py logs f"Scheduler hit an exception: {traceback}"; pasted with the frames
+    # cut, the exception line joins the wrapper's: the same fragment as the line alone
+    joined = "[2026-01-01 10:00:00 TP0] Scheduler hit an exception: RuntimeError: Not enough memory. Please try to increase --mem-fraction-static."
+    root = _root(_write(tmp_path, "joined.log", [joined]))
+    assert root is not None and root.rule_class == "oom"
+    # the wrapper with nothing after it is no exception
+    bare = "[2026-01-01 10:00:00 TP0] Scheduler hit an exception: see above"
+    assert _root(_write(tmp_path, "bare.log", [bare])) is None

@@ -72,6 +72,8 @@ EXCEPTION_ALONE = LazyPattern(
     r"(?::\s?(?P<msg>.*))?$"
 )
 EXCEPTION_MODULES = ("exceptions.", "errors.")
+# scheduler.py / tokenizer_manager.py / detokenizer_manager.py: f"{Name} hit an exception: ..."
+WRAPPED_EXCEPTION = " hit an exception: "
 NOT_FAILURES = ("CancelledError",)
 SERVER_ARGS_MARKERS = ("server_args=ServerArgs(", "server_args={")
 # distributed/device_communicators custom_all_reduce(_utils).py, quick_all_reduce.py: each rank
@@ -383,7 +385,10 @@ class Scanner:
         if any(
             word in body for word in ("Error", "Exception", "OutOfResources", *EXCEPTION_MODULES)
         ):
-            alone = EXCEPTION_ALONE.match(body.strip())
+            # SGLang's processes log `{Name} hit an exception: {traceback}`; a paste that kept
+            # only the exception line of it joins the two on one line
+            text = body.rsplit(WRAPPED_EXCEPTION, 1)[-1]
+            alone = EXCEPTION_ALONE.match(text.strip())
             if alone and not alone["type"].endswith(NOT_FAILURES):
                 chain, self.chain_next = self.chain_next or (), None
                 if alone["msg"] is not None and not alone["msg"].strip():
