@@ -269,3 +269,22 @@ def test_frames_a_user_left_out_with_an_ellipsis_do_not_end_the_traceback():
 def test_an_ellipsis_with_no_frame_above_it_starts_no_traceback():
     log = scan(["Traceback (most recent call last):", "...", "[2026-01-01 10:00:00] Server started"])
     assert [t.exception_type for t in log.tracebacks if t.exception_type] == []
+
+
+def test_a_frame_path_elided_to_its_tail_is_read_as_sglangs_when_sglang_has_that_file():
+    pasted = [
+        'File ".../layers/rotary_embedding/base.py", line 372, in forward_cuda',
+        "    q_rope = query.view(batch_size, -1, self.head_size)",
+        'File ".../somepkg/not_sglang.py", line 9, in helper',
+        "    x = y.view(2, -1)",
+        "RuntimeError: shape '[16, -1, 64]' is invalid for input of size 256",
+    ]
+    (traceback,) = scan(pasted).tracebacks
+    assert traceback.frames[0].file == ".../sglang/srt/layers/rotary_embedding/base.py"
+    assert traceback.frames[1].file == ".../somepkg/not_sglang.py"  # no such SGLang file
+
+
+def test_an_elided_path_of_one_file_name_is_left_as_printed():
+    # `.../utils.py` alone could be any package's
+    (traceback,) = scan(['File ".../utils.py", line 3, in f', "    g()", "ValueError: bad"]).tracebacks
+    assert traceback.frames[0].file == ".../utils.py"

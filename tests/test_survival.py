@@ -208,3 +208,38 @@ def test_a_failure_serving_does_not_undo_stays_an_error_with_serving_after(tmp_p
     assert "kept serving (line 3), but not through what failed" in incident.explanation
     report = _log(tmp_path, [READY, *REQUEST_ERROR, SERVING])
     assert report.incidents[0].severity == "warning"
+
+
+CUT_SCHEDULER_REPORT = [
+    "[2026-12-03 13:34:19 TP3] Scheduler hit an exception: Traceback (most recent call last):",
+    '  File "/usr/lib/python3/site-packages/sglang/srt/managers/scheduler.py", line 30, in run_scheduler_process',
+    "    scheduler.event_loop_overlap()",
+    '  File "/usr/lib/python3/site-packages/sglang/srt/managers/scheduler.py", line 90, in event_loop_overlap',
+    "    batch_result = self.run_batch(batch)",
+]
+PARENT_NOTICE = "[2026-12-03 13:34:19] SIGQUIT received. signum=None, frame=None. It usually means one child failed."
+
+
+def test_a_childs_report_printed_right_under_the_death_notice_is_its_cause(tmp_path):
+    # the child logs its traceback, then signals the parent; the parent's notice can land first
+    report = _log(tmp_path, [READY, BATCH, PARENT_NOTICE, *CUT_SCHEDULER_REPORT])
+    root = report.incidents[0]
+    assert root.rule_class == "runtime_crash" and root.severity != "warning"
+    assert "silent_death" not in [i.rule_class for i in report.incidents]
+
+
+def test_a_traceback_far_below_a_death_notice_is_not_its_cause(tmp_path):
+    later = [PARENT_NOTICE, BATCH, BATCH, BATCH, *CUT_SCHEDULER_REPORT]
+    report = _log(tmp_path, [READY, *later])
+    assert report.incidents[0].rule_class == "silent_death"
+
+
+def test_the_launcher_re_raising_below_a_death_notice_is_its_consequence_not_its_cause(tmp_path):
+    launcher = [
+        "Traceback (most recent call last):",
+        '  File "/usr/lib/python3/site-packages/sglang/srt/entrypoints/engine.py", line 80, in _launch',
+        "    raise RuntimeError(msg)",
+        "RuntimeError: Rank 0 scheduler is dead. Please check if there are relevant logs.",
+    ]
+    report = _log(tmp_path, [READY, BATCH, PARENT_NOTICE, *launcher])
+    assert report.incidents[0].rule_class != "runtime_crash"

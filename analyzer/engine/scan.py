@@ -31,6 +31,7 @@ from analyzer.engine.fault_dump import (
 )
 from analyzer.engine.normalize import NO_PREFIXES, SAMPLE_LINES
 from analyzer.engine.paste import PasteReading, Rejoiner, read_paste
+from analyzer.sglang.code_paths import unelided_frame_file
 from analyzer.sglang.launch_command import find_launch_command
 from analyzer.sglang.log_format import (
     parse_server_args,
@@ -271,7 +272,8 @@ class _TracebackBuilder:
 
 
 def _frame(found: re.Match) -> Frame:
-    return Frame(found["file"], int(found["lineno"]), (found["func"] or "").strip())
+    file = unelided_frame_file(found["file"])
+    return Frame(file, int(found["lineno"]), (found["func"] or "").strip())
 
 
 def _any_of(literals: tuple[str, ...]) -> Callable[[str], bool]:

@@ -73,6 +73,9 @@ SEGMENT_BYTES = 64 * 1024
 SEGMENT_LINES = 256
 # the main process runs the HTTP server and the TokenizerManager; the scheduler is a child
 MAIN_PROCESS_CODE = ("sglang/srt/entrypoints/", "sglang/srt/managers/tokenizer", *HTTP_FRAMEWORKS)
+# a child's traceback this few lines below the death notice it caused is its report
+REPORT_GAP = 2
+CHILD_REPORT = " hit an exception"
 _SERVING_BYTES = tuple(m.encode() for m in SERVING)
 _REFUSED_BYTES = REFUSED_MARK.encode()
 _GONE_BYTES = CLIENT_GONE.encode()
@@ -392,7 +395,7 @@ def death_cause(log: ScannedLog, death: Line, signs: LifeSigns | None) -> Traceb
     HTTP framework is answered with an error and the server serves on)."""
     before = [t for t in log.tracebacks if t.lines[-1].number < death.number]
     if not before:
-        return None
+        return _reported_after(log, death)
     cause = before[-1]
     end = cause.lines[-1].number
     if _files_hold(cause, HTTP_FRAMEWORKS):
@@ -401,6 +404,23 @@ def death_cause(log: ScannedLog, death: Line, signs: LifeSigns | None) -> Traceb
         return None
     scheduler_only = not _in_main_process(cause)
     if signs is not None and signs.first_serving(end, death.number, scheduler_only):
+        return None
+    return cause
+
+
+def _reported_after(log: ScannedLog, death: Line) -> Traceback | None:
+    """A child's traceback printed right under the death notice it caused: the child logs
+    `Scheduler hit an exception` and then signals the parent (managers/scheduler.py
+    run_scheduler_process), but the two processes write to the same stream unsynchronised,
+    so the parent's notice can land first."""
+    after = [t for t in log.tracebacks if t.first.number > death.number]
+    if not after or after[0].first.number - death.number > REPORT_GAP:
+        return None
+    cause = after[0]
+    # a child's own report: a rank's line, or its process's `hit an exception` header (the
+    # launcher re-raising the death below its notice is the consequence, not the cause)
+    first = cause.first
+    if not (first.rank_label or CHILD_REPORT in first.body) or _in_main_process(cause):
         return None
     return cause
 

@@ -18,6 +18,8 @@ from analyzer.sglang.catalog import version_key
 CATALOG_PACKAGE = "analyzer.catalogs"
 PREFIX, SUFFIX = "paths-", ".json"
 BACKSLASH = "\\"
+# what a paste puts in place of a frame path's leading folders
+ELIDED_HEADS = ("...", "…", "[...]")
 
 
 class CodePaths:
@@ -68,3 +70,25 @@ def code_paths_for(version: str | None) -> CodePaths | None:
         return CodePaths(chosen, data["files"], data.get("ubiquitous", []))
     except (OSError, ValueError, KeyError):
         return None
+
+
+@cache
+def srt_files() -> frozenset[str]:
+    """Every `srt/...py` file of the shipped maps (all releases): SGLang's own code."""
+    found: set[str] = set()
+    for version in shipped_path_versions():
+        paths = code_paths_for(version)
+        if paths is not None:
+            found.update(paths.files)
+    return frozenset(found)
+
+
+def unelided_frame_file(frame_file: str) -> str:
+    """A frame path whose head the paste elided (`.../models/longcat_flash.py`) read as
+    SGLang's (`.../sglang/srt/models/longcat_flash.py`) when its tail, at least a folder and
+    a file, is a file of SGLang's srt tree; any other path as it is."""
+    path = frame_file.replace(BACKSLASH, "/")
+    head, sep, tail = path.partition("/")
+    if head not in ELIDED_HEADS or not sep or "/" not in tail or "sglang/" in tail:
+        return frame_file
+    return f"{head}/sglang/srt/{tail}" if f"srt/{tail}" in srt_files() else frame_file
