@@ -200,6 +200,30 @@ def test_checkpoint_without_a_quantization_config_keeps_the_method(tmp_path):
     assert root.corrected_command is None
 
 
+DIFFUSION_REFUSED = ROOT / "fixtures" / "source" / "config_diffusion_attention_backend_component.log"
+
+
+def test_diffusion_backend_a_component_refused_is_dropped():
+    root = analyze([str(DIFFUSION_REFUSED)], Options()).incidents[0]
+    assert root.rule == "diffusion-attention-backend-refused"
+    assert root.command == "sglang serve --model-path /data/models/FLUX.1-dev --attention-backend sage_attn --port 30020"
+    assert root.corrected_command == "sglang serve --model-path /data/models/FLUX.1-dev --port 30020"
+
+
+def test_diffusion_backend_other_than_the_refused_one_is_kept():
+    given = "sglang serve --model-path /data/models/FLUX.1-dev --attention-backend fa3 --port 30020"
+    root = analyze([str(DIFFUSION_REFUSED)], Options(command=given)).incidents[0]
+    assert root.rule == "diffusion-attention-backend-refused"
+    assert root.corrected_command is None
+
+
+def test_diffusion_command_with_its_own_flags_gets_no_llm_repair():
+    # --num-gpus is the diffusion server's: the LLM catalog would drop it with the backend
+    given = "sglang serve --model-path /data/models/FLUX.1-dev --attention-backend sage_attn --num-gpus 4"
+    root = analyze([str(DIFFUSION_REFUSED)], Options(command=given)).incidents[0]
+    assert root.corrected_command is None
+
+
 def test_json_report_says_when_the_fix_is_outside_the_command(tmp_path):
     log = tmp_path / "server.log"
     log.write_text("\n".join(OTHER_PROCESSES) + "\n", "utf-8")
@@ -287,7 +311,9 @@ def real_verdicts(tmp_path_factory) -> dict[str, str]:
         quant_refused(MODELOPT_FP8_REFUSES),
         f"{LAUNCH} {TARGET} --device cpu --quantization modelopt_fp8",
     )
+    diffusion = analyze([str(DIFFUSION_REFUSED)], Options()).incidents[0]
     commands = {
+        "diffusion corrected": diffusion.corrected_command,
         "quant corrected": quant.corrected_command,
         "backend given": backend.command,
         "backend corrected": backend.corrected_command,
@@ -333,6 +359,7 @@ def test_real_sglang_refuses_a_context_above_the_model_and_accepts_the_fix(real_
 @needs_sglang
 def test_real_sglang_accepts_the_command_without_the_refused_quantization(real_verdicts):
     assert real_verdicts["quant corrected"] == "pass"
+    assert real_verdicts["diffusion corrected"] == "pass"
 
 
 @pytest.mark.sglang

@@ -119,6 +119,29 @@ def speculative_backend(finding: Finding, ctx: FixContext) -> FixPlan:
     return FixPlan(edits, [note], [e.flag for e in edits])
 
 
+def default_diffusion_backend(finding: Finding, ctx: FixContext) -> FixPlan:
+    """Drop the global --attention-backend a diffusion component's layer refused: with no
+    selection each layer takes its declared default or the platform's (multimodal_gen/runtime/
+    layers/attention/selector.py get_attn_backend, "platform default fallback"), while an
+    explicit one is held to and raises `Attention backend 'X' does not implement ...`."""
+    refused = finding.match.groups.get("backend", "")
+    typed = (ctx.value("--attention-backend") or "").lower().replace("-", "_")
+    if not refused or not ctx.typed("--attention-backend") or typed != refused.lower():
+        return FixPlan()  # a per-component override chose it, or another backend failed
+    if any(
+        ctx.catalog.spec(ctx.catalog.canonical(a.flag) or a.flag) is None
+        for a in ctx.command.arguments
+    ):
+        # the diffusion server's own flags (--num-gpus): the LLM flag catalog cannot judge
+        # the rest of the command, and its repair would drop them
+        return FixPlan()
+    note = (
+        "without --attention-backend each component takes its default backend; to keep "
+        f"{refused} for the DiT, override the other components per component instead"
+    )
+    return FixPlan([Edit("remove", "--attention-backend")], [note], ["--attention-backend"])
+
+
 TRIO = ("--speculative-num-steps", "--speculative-eagle-topk", "--speculative-num-draft-tokens")
 
 
@@ -202,4 +225,5 @@ CHECK_FIXES: dict[str, Callable[[Finding, FixContext], FixPlan]] = {
     "fit_draft_tree": fit_draft_tree,
     "explicit_speculative": explicit_speculative,
     "checkpoint_quantization": checkpoint_quantization,
+    "default_diffusion_backend": default_diffusion_backend,
 }
