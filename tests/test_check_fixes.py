@@ -224,6 +224,59 @@ def test_diffusion_command_with_its_own_flags_gets_no_llm_repair():
     assert root.corrected_command is None
 
 
+def block_shard_refused(size: int) -> list[str]:
+    return [
+        "[2026-02-21 03:12:46 TP5] Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/x/sglang/srt/layers/quantization/fp8.py", line 238, in validate_block_quant_shapes',
+        "    raise ValueError(",
+        f"ValueError: Weight output_partition_size = {size} is not divisible by weight "
+        "quantization block_n = 128.",
+    ]
+
+
+def test_block_quant_shard_takes_the_largest_tp_with_whole_blocks(tmp_path):
+    # 2368 x 8 = 18944 wide: TP4 leaves 4736 = 37 x 128 per rank
+    root = _root(tmp_path, block_shard_refused(2368), f"{LAUNCH} {TARGET} --tp-size 8")
+    assert root.rule == "tp-shard-block-quant"
+    assert root.corrected_command == f"{LAUNCH} {TARGET} --tp-size 4"
+
+
+def test_block_quant_shard_no_tp_fits_is_no_edit(tmp_path):
+    # 8 x 8 = 64 wide: no TP degree leaves a whole 128-wide block
+    root = _root(tmp_path, block_shard_refused(8), f"{LAUNCH} {TARGET} --tp-size 8")
+    assert root.rule == "tp-shard-block-quant"
+    assert root.corrected_command is None
+
+
+def test_block_quant_shard_under_expert_parallelism_is_no_edit(tmp_path):
+    # under EP the split degree is not --tp-size alone: the size proves nothing of it
+    given = f"{LAUNCH} {TARGET} --tp-size 8 --ep-size 8"
+    root = _root(tmp_path, block_shard_refused(2368), given)
+    assert root.corrected_command is None
+
+
+def heads_refused(numerator: int, denominator: int) -> list[str]:
+    return [
+        "[2026-03-04 09:11:08 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/x/sglang/srt/distributed/utils.py", line 30, in ensure_divisibility',
+        '    assert numerator % denominator == 0, "{} is not divisible by {}".format(',
+        f"AssertionError: {numerator} is not divisible by {denominator}",
+    ]
+
+
+def test_indivisible_heads_take_the_largest_power_of_two_tp_dividing_them(tmp_path):
+    root = _root(tmp_path, heads_refused(16, 6), f"{LAUNCH} {TARGET} --tp-size 6")
+    assert root.rule == "tp-size-indivisible"
+    assert root.corrected_command == f"{LAUNCH} {TARGET} --tp-size 4"
+
+
+def test_indivisible_by_another_degree_than_the_tp_is_no_edit(tmp_path):
+    # the denominator is not the typed TP degree (attention TP, a LoRA rank): no edit
+    root = _root(tmp_path, heads_refused(16, 3), f"{LAUNCH} {TARGET} --tp-size 6")
+    assert root.rule == "tp-size-indivisible"
+    assert root.corrected_command is None
+
+
 def test_json_report_says_when_the_fix_is_outside_the_command(tmp_path):
     log = tmp_path / "server.log"
     log.write_text("\n".join(OTHER_PROCESSES) + "\n", "utf-8")
@@ -312,7 +365,9 @@ def real_verdicts(tmp_path_factory) -> dict[str, str]:
         f"{LAUNCH} {TARGET} --device cpu --quantization modelopt_fp8",
     )
     diffusion = analyze([str(DIFFUSION_REFUSED)], Options()).incidents[0]
+    heads = _root(tmp / "heads", heads_refused(16, 6), f"{LAUNCH} {TARGET} --device cpu --tp-size 6")
     commands = {
+        "heads corrected": heads.corrected_command,
         "diffusion corrected": diffusion.corrected_command,
         "quant corrected": quant.corrected_command,
         "backend given": backend.command,
@@ -360,6 +415,7 @@ def test_real_sglang_refuses_a_context_above_the_model_and_accepts_the_fix(real_
 def test_real_sglang_accepts_the_command_without_the_refused_quantization(real_verdicts):
     assert real_verdicts["quant corrected"] == "pass"
     assert real_verdicts["diffusion corrected"] == "pass"
+    assert real_verdicts["heads corrected"] == "pass"
 
 
 @pytest.mark.sglang

@@ -142,6 +142,51 @@ def default_diffusion_backend(finding: Finding, ctx: FixContext) -> FixPlan:
     return FixPlan([Edit("remove", "--attention-backend")], [note], ["--attention-backend"])
 
 
+# flags under which a layer is split by another degree than --tp-size (attention TP under DP
+# attention, MoE TP under EP, a dense-MLP TP): the message's size then says nothing of --tp-size
+OTHER_SPLITS = (
+    "--dp-size", "--enable-dp-attention", "--ep-size", "--moe-dense-tp-size", "--attn-cp-size",
+)  # fmt: skip
+
+
+def whole_tp_split(finding: Finding, ctx: FixContext) -> FixPlan:
+    """The largest smaller --tp-size whose split SGLang's check accepts, read from its message:
+    distributed/utils.py ensure_divisibility `{numerator} is not divisible by {denominator}`
+    (the dimension must divide by the TP degree; a power of two, as the heads of most models
+    take) and quantization/fp8.py validate_block_quant_shapes `Weight output_partition_size =
+    N is not divisible by weight quantization block_n = B` (each rank's width, the layer's
+    width / TP, a multiple of the block)."""
+    tp = int_value(ctx.value("--tp-size"))
+    if tp is None or tp <= 1 or not ctx.typed("--tp-size"):
+        return FixPlan()
+    if any(ctx.typed(flag) for flag in OTHER_SPLITS):
+        return FixPlan()
+    groups = finding.match.groups
+    if "block" in groups:
+        size, block = int_value(groups.get("size")), int_value(groups.get("block"))
+        if size is None or not block:
+            return FixPlan()
+        width = size * tp
+        fits = [d for d in range(tp - 1, 0, -1) if tp % d == 0 and (width // d) % block == 0]
+        why = f"{width} / {{new}} = {{share}} per rank, whole blocks of {block}"
+    else:
+        dimension, denominator = int_value(groups.get("numerator")), groups.get("denominator")
+        if dimension is None or denominator != str(tp):
+            return FixPlan()
+        fits = [d for d in range(tp - 1, 0, -1) if dimension % d == 0 and d & (d - 1) == 0]
+        width = dimension
+        why = f"{dimension} / {{new}} = {{share}} per rank"
+    if not fits or fits[0] == 1:
+        return FixPlan()
+    new = fits[0]
+    note = (
+        f"--tp-size {new}: "
+        + why.format(new=new, share=width // new)
+        + "; the weights must fit the fewer GPUs (the others can serve another replica)"
+    )
+    return FixPlan([Edit("set", "--tp-size", value=str(new))], [note], ["--tp-size"])
+
+
 TRIO = ("--speculative-num-steps", "--speculative-eagle-topk", "--speculative-num-draft-tokens")
 
 
@@ -226,4 +271,5 @@ CHECK_FIXES: dict[str, Callable[[Finding, FixContext], FixPlan]] = {
     "explicit_speculative": explicit_speculative,
     "checkpoint_quantization": checkpoint_quantization,
     "default_diffusion_backend": default_diffusion_backend,
+    "whole_tp_split": whole_tp_split,
 }
