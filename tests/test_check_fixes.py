@@ -7,11 +7,13 @@ Tests marked `sglang` run the given and the corrected command through real SGLan
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 import pytest
 
+from analyzer.formats.json_report import render_json
 from analyzer.pipeline import Options, analyze
 from analyzer.sglang.verify import verify_commands
 
@@ -122,6 +124,170 @@ def test_prefill_oom_halves_the_token_cap_it_names():
     assert root.corrected_command == given.replace("16384", "8192")
 
 
+def kv_sizing_refused(message: str) -> list[str]:
+    return [
+        "[2026-01-01 10:00:00 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/x/sglang/srt/mem_cache/kv_cache_configurator.py", line 3050, in _profile_available_bytes',
+        "    raise ValueError(",
+        message,
+    ]
+
+
+def test_kv_cache_sizing_raises_the_fraction_above_the_least_sglang_names(tmp_path):
+    # kv_cache_configurator.py _profile_available_bytes: one step (0.35) stays below 0.412
+    message = (
+        "ValueError: Loaded weights leave no GPU memory for the KV cache under "
+        "--mem-fraction-static=0.3. Raise --mem-fraction-static above 0.412 (minimum viable = "
+        "1 - available/pre = 0.4118). If using speculative decoding, draft weights are now counted."
+    )
+    given = f"{LAUNCH} {TARGET} --mem-fraction-static 0.3"
+    root = _root(tmp_path, kv_sizing_refused(message), given)
+    assert root.rule == "oom"
+    assert root.corrected_command == f"{LAUNCH} {TARGET} --mem-fraction-static 0.42"
+
+
+def test_kv_cache_sizing_reads_the_fraction_in_force_from_the_message(tmp_path):
+    # pool_configurator.py __post_init__ prints the value SGLang chose when none was typed
+    message = (
+        "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. "
+        "Current value: mem_fraction_static=0.8"
+    )
+    root = _root(tmp_path, kv_sizing_refused(message), f"{LAUNCH} {TARGET}")
+    assert root.corrected_command == f"{LAUNCH} {TARGET} --mem-fraction-static 0.85"
+
+
+def test_kv_cache_sizing_past_the_largest_share_is_no_edit(tmp_path):
+    message = (
+        "ValueError: Loaded weights leave no GPU memory for the KV cache under "
+        "--mem-fraction-static=0.9. Raise --mem-fraction-static above 0.981 (minimum viable = "
+        "1 - available/pre = 0.9807). If using speculative decoding, draft weights are now counted."
+    )
+    given = f"{LAUNCH} {TARGET} --mem-fraction-static 0.9"
+    root = _root(tmp_path, kv_sizing_refused(message), given)
+    assert root.rule == "oom"
+    assert root.corrected_command is None
+
+
+def quant_refused(message: str) -> list[str]:
+    return [
+        "[2025-12-01 16:40:21 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/x/sglang/srt/layers/quantization/modelopt_quant.py", line 288, in from_config',
+        "    raise ValueError(",
+        message,
+    ]
+
+
+MODELOPT_FP8_REFUSES = (
+    "ValueError: ModelOptFp8Config only supports static FP8 quantization in SGLang. For FP4 "
+    "quantization, use ModelOptFp4Config. Check the quantization config for your model's "
+    "configuration."
+)
+
+
+def test_quantization_method_refusing_the_checkpoints_algorithm_is_dropped(tmp_path):
+    given = f"{LAUNCH} {TARGET} --quantization modelopt_fp8 --port 30000"
+    root = _root(tmp_path, quant_refused(MODELOPT_FP8_REFUSES), given)
+    assert root.rule == "quant-config-refused"
+    assert root.corrected_command == f"{LAUNCH} {TARGET} --port 30000"
+
+
+def test_checkpoint_without_a_quantization_config_keeps_the_method(tmp_path):
+    # dropping --quantization would serve the model unquantized: no edit
+    message = "ValueError: Cannot find any of ['quant_method'] in the model's quantization config."
+    given = f"{LAUNCH} {TARGET} --quantization fp8"
+    root = _root(tmp_path, quant_refused(message), given)
+    assert root.rule == "quant-config-refused"
+    assert root.corrected_command is None
+
+
+DIFFUSION_REFUSED = ROOT / "fixtures" / "source" / "config_diffusion_attention_backend_component.log"
+
+
+def test_diffusion_backend_a_component_refused_is_dropped():
+    root = analyze([str(DIFFUSION_REFUSED)], Options()).incidents[0]
+    assert root.rule == "diffusion-attention-backend-refused"
+    assert root.command == "sglang serve --model-path /data/models/FLUX.1-dev --attention-backend sage_attn --port 30020"
+    assert root.corrected_command == "sglang serve --model-path /data/models/FLUX.1-dev --port 30020"
+
+
+def test_diffusion_backend_other_than_the_refused_one_is_kept():
+    given = "sglang serve --model-path /data/models/FLUX.1-dev --attention-backend fa3 --port 30020"
+    root = analyze([str(DIFFUSION_REFUSED)], Options(command=given)).incidents[0]
+    assert root.rule == "diffusion-attention-backend-refused"
+    assert root.corrected_command is None
+
+
+def test_diffusion_command_with_its_own_flags_gets_no_llm_repair():
+    # --num-gpus is the diffusion server's: the LLM catalog would drop it with the backend
+    given = "sglang serve --model-path /data/models/FLUX.1-dev --attention-backend sage_attn --num-gpus 4"
+    root = analyze([str(DIFFUSION_REFUSED)], Options(command=given)).incidents[0]
+    assert root.corrected_command is None
+
+
+def block_shard_refused(size: int) -> list[str]:
+    return [
+        "[2026-02-21 03:12:46 TP5] Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/x/sglang/srt/layers/quantization/fp8.py", line 238, in validate_block_quant_shapes',
+        "    raise ValueError(",
+        f"ValueError: Weight output_partition_size = {size} is not divisible by weight "
+        "quantization block_n = 128.",
+    ]
+
+
+def test_block_quant_shard_takes_the_largest_tp_with_whole_blocks(tmp_path):
+    # 2368 x 8 = 18944 wide: TP4 leaves 4736 = 37 x 128 per rank
+    root = _root(tmp_path, block_shard_refused(2368), f"{LAUNCH} {TARGET} --tp-size 8")
+    assert root.rule == "tp-shard-block-quant"
+    assert root.corrected_command == f"{LAUNCH} {TARGET} --tp-size 4"
+
+
+def test_block_quant_shard_no_tp_fits_is_no_edit(tmp_path):
+    # 8 x 8 = 64 wide: no TP degree leaves a whole 128-wide block
+    root = _root(tmp_path, block_shard_refused(8), f"{LAUNCH} {TARGET} --tp-size 8")
+    assert root.rule == "tp-shard-block-quant"
+    assert root.corrected_command is None
+
+
+def test_block_quant_shard_under_expert_parallelism_is_no_edit(tmp_path):
+    # under EP the split degree is not --tp-size alone: the size proves nothing of it
+    given = f"{LAUNCH} {TARGET} --tp-size 8 --ep-size 8"
+    root = _root(tmp_path, block_shard_refused(2368), given)
+    assert root.corrected_command is None
+
+
+def heads_refused(numerator: int, denominator: int) -> list[str]:
+    return [
+        "[2026-03-04 09:11:08 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/x/sglang/srt/distributed/utils.py", line 30, in ensure_divisibility',
+        '    assert numerator % denominator == 0, "{} is not divisible by {}".format(',
+        f"AssertionError: {numerator} is not divisible by {denominator}",
+    ]
+
+
+def test_indivisible_heads_take_the_largest_power_of_two_tp_dividing_them(tmp_path):
+    root = _root(tmp_path, heads_refused(16, 6), f"{LAUNCH} {TARGET} --tp-size 6")
+    assert root.rule == "tp-size-indivisible"
+    assert root.corrected_command == f"{LAUNCH} {TARGET} --tp-size 4"
+
+
+def test_indivisible_by_another_degree_than_the_tp_is_no_edit(tmp_path):
+    # the denominator is not the typed TP degree (attention TP, a LoRA rank): no edit
+    root = _root(tmp_path, heads_refused(16, 3), f"{LAUNCH} {TARGET} --tp-size 6")
+    assert root.rule == "tp-size-indivisible"
+    assert root.corrected_command is None
+
+
+def test_json_report_says_when_the_fix_is_outside_the_command(tmp_path):
+    log = tmp_path / "server.log"
+    log.write_text("\n".join(OTHER_PROCESSES) + "\n", "utf-8")
+    outside = json.loads(render_json(analyze([str(log)], Options(command=f"{LAUNCH} {TARGET}"))))
+    assert outside["incidents"][0]["fix_outside_command"] is True
+    log.write_text("\n".join(TOPK_LIMIT) + "\n", "utf-8")
+    given = f"{LAUNCH} {TARGET} {EAGLE} {WIDE_TREE}"
+    inside = json.loads(render_json(analyze([str(log)], Options(command=given))))
+    assert inside["incidents"][0]["fix_outside_command"] is False
+
+
 def test_memory_other_processes_hold_is_outside_the_command(tmp_path):
     root = _root(tmp_path, OTHER_PROCESSES, f"{LAUNCH} {TARGET} --mem-fraction-static 0.8")
     assert root.rule_class == "oom"
@@ -193,7 +359,17 @@ def real_verdicts(tmp_path_factory) -> dict[str, str]:
         argparse_context("8K"),
         f"{LAUNCH} {TARGET} --device cpu --context-length 8K",
     )
+    quant = _root(
+        tmp / "quant",
+        quant_refused(MODELOPT_FP8_REFUSES),
+        f"{LAUNCH} {TARGET} --device cpu --quantization modelopt_fp8",
+    )
+    diffusion = analyze([str(DIFFUSION_REFUSED)], Options()).incidents[0]
+    heads = _root(tmp / "heads", heads_refused(16, 6), f"{LAUNCH} {TARGET} --device cpu --tp-size 6")
     commands = {
+        "heads corrected": heads.corrected_command,
+        "diffusion corrected": diffusion.corrected_command,
+        "quant corrected": quant.corrected_command,
         "backend given": backend.command,
         "backend corrected": backend.corrected_command,
         "chain corrected": chain.corrected_command,
@@ -232,6 +408,14 @@ def test_real_sglang_accepts_the_chain_and_the_fitted_tree(real_verdicts):
 def test_real_sglang_refuses_a_context_above_the_model_and_accepts_the_fix(real_verdicts):
     assert real_verdicts["context given"] == "fail"
     assert real_verdicts["context corrected"] == "pass"
+
+
+@pytest.mark.sglang
+@needs_sglang
+def test_real_sglang_accepts_the_command_without_the_refused_quantization(real_verdicts):
+    assert real_verdicts["quant corrected"] == "pass"
+    assert real_verdicts["diffusion corrected"] == "pass"
+    assert real_verdicts["heads corrected"] == "pass"
 
 
 @pytest.mark.sglang

@@ -64,6 +64,8 @@ def incident_dict(incident: Incident) -> dict[str, Any]:
         "verification": incident.verification.as_json() if incident.verification else None,
         "raise_site": incident.raise_site.as_json() if incident.raise_site else None,
         "alternatives": [a.as_json() for a in incident.alternatives],
+        # the rule says no command edit fixes it (other processes hold the GPU, the install)
+        "fix_outside_command": incident.fix_outside_command,
     }
 
 

@@ -11,7 +11,6 @@ import difflib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import regex
@@ -507,7 +506,7 @@ def move_port(finding: Finding, ctx: FixContext) -> FixPlan:
     message = finding.match.line.body
     busy = set(regex.findall(r"\b(\d{2,5})\b", message))
     for flag in PORT_FLAGS:
-        typed = _typed_value(ctx, flag)
+        typed = typed_argument(ctx, flag)
         if typed is None:
             continue
         host, _, port = typed.rpartition(":") if flag == "--dist-init-addr" else ("", "", typed)
@@ -520,60 +519,17 @@ def move_port(finding: Finding, ctx: FixContext) -> FixPlan:
     return FixPlan([], [], ["--port"])
 
 
-def _typed_value(ctx: FixContext, flag: str) -> str | None:
+def typed_argument(ctx: FixContext, flag: str) -> str | None:
+    """The value typed for the flag (None for a bare switch or an absent flag)."""
     for argument in reversed(ctx.command.arguments):
         if ctx.catalog.canonical(argument.flag) == flag:
             return argument.value
     return None
 
 
-PATH_FLAGS = ("--model-path", "--speculative-draft-model-path", "--tokenizer-path")
-SIMILAR_PATH = 0.8
-
-
-def nearest_path(finding: Finding, ctx: FixContext) -> FixPlan:
-    """A local path that does not exist: name its flag; propose a near-identical sibling.
-
-    Code the model needs: transformers' dynamic_module_utils.resolve_trust_remote_code asks
-    for `trust_remote_code=True`, SGLang's --trust-remote-code passes it.
-    """
-    message = " ".join(line.body for line in finding.match.evidence)
-    if finding.match.groups.get("needs_remote_code") and not ctx.typed("--trust-remote-code"):
-        note = "the checkpoint ships its own model code: --trust-remote-code lets it run"
-        named = [f for f in PATH_FLAGS if (v := _typed_value(ctx, f)) and v in message]
-        return FixPlan([Edit("add", "--trust-remote-code")], [note], named)
-    for flag in PATH_FLAGS:
-        path = _typed_value(ctx, flag)
-        if not path or path not in message:
-            continue
-        return _sibling_plan(flag, path)
-    model = _typed_value(ctx, "--model-path")
-    if model and Path(model, "config.json").is_file():
-        # the model is here and loads no further: its files or the install, not a flag
-        return FixPlan([], [], outside_command=True)
-    return FixPlan()
-
-
-def _sibling_plan(flag: str, path: str) -> FixPlan:
-    folder = Path(path)
-    if folder.exists():
-        # the path is right and the files in it are not: the download, not the command
-        return FixPlan([], [], [flag], outside_command=True)
-    if not folder.parent.is_dir():
-        return FixPlan([], [], [flag])
-    siblings = sorted(p.name for p in folder.parent.iterdir() if p.is_dir())
-    close = difflib.get_close_matches(folder.name, siblings, n=1, cutoff=SIMILAR_PATH)
-    if not close:
-        note = f"{path} does not exist; {folder.parent} holds: {', '.join(siblings) or 'nothing'}"
-        return FixPlan([], [note], [flag])
-    new = str(folder.parent / close[0])
-    return FixPlan([Edit("set", flag, value=new)], [f"{path} does not exist; {new} does"], [flag])
-
-
 # The fixes of failures; analyzer/rulebook/registry.py joins them with intent_fixes.py's.
 FLAG_FIXES: dict[str, Callable[[Finding, FixContext], FixPlan]] = {
     "move_port": move_port,
-    "nearest_path": nearest_path,
     "respect_bound": respect_bound,
     "rename_unrecognized": rename_unrecognized,
     "fix_invalid_value": fix_invalid_value,
