@@ -7,7 +7,6 @@ for the advice. Functions only propose; analyzer/engine/correct.py applies and v
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
