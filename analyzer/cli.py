@@ -10,16 +10,25 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from analyzer.cli_catalog import catalog_app
+from analyzer.cli_usage import (
+    EXIT_USAGE,
+    HELP_OPTIONS,
+    fail,
+    one_line_errors,
+    positive,
+    run_app,
+    top_help,
+    version_text,
+)
 from analyzer.core.collector import before_exit, long_lived
-from analyzer.core.output import OutputError, write_output
+from analyzer.core.output import write_output
 from analyzer.core.read import InputError
 from analyzer.rulebook.vocabulary import RuleError
 from analyzer.sglang.catalog import CatalogError
@@ -27,11 +36,11 @@ from analyzer.sglang.catalog import CatalogError
 SUBCOMMANDS = (
     "analyze", "rules", "catalog", "ci", "metrics", "compare", "run", "status", "verify",
 )  # fmt: skip
-EXIT_USAGE = 2
-EXIT_INTERNAL = 3
+MAX_WORKERS = 1024
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None)
-catalog_app = typer.Typer(add_completion=False, no_args_is_help=True)
+app = typer.Typer(
+    add_completion=False, no_args_is_help=True, rich_markup_mode=None, context_settings=HELP_OPTIONS
+)
 app.add_typer(catalog_app, name="catalog", help="Build or inspect SGLang flag catalogs.")
 
 
@@ -43,6 +52,7 @@ class Format(str, Enum):
     markdown = "markdown"
     junit = "junit"
     github = "github"
+    command = "command"
 
 
 class FailOn(str, Enum):
@@ -66,29 +76,14 @@ class InputFormat(str, Enum):
     text = "text"
 
 
-def fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
-    typer.echo(f"loganalyze: error: {message}", err=True)
-    return typer.Exit(code)
-
-
 DebugOption = Annotated[bool, typer.Option("--debug", help="Show tracebacks of internal errors.")]
 NoRedactOption = Annotated[bool, typer.Option("--no-redact", help="Keep secrets in the output.")]
-USER_ERRORS = (InputError, RuleError, CatalogError, OutputError)
-
-
-@contextmanager
-def one_line_errors(debug: bool, *extra: type[Exception]) -> Iterator[None]:
-    """Every command's promise: a one-line error, never a traceback (unless --debug)."""
-    try:
-        yield
-    except (*USER_ERRORS, *extra) as exc:
-        raise fail(str(exc)) from None
-    except typer.Exit:
-        raise
-    except Exception as exc:  # noqa: BLE001 - the promise is: never a traceback
-        if debug:
-            raise
-        raise fail(f"internal error: {exc!r} (rerun with --debug)", EXIT_INTERNAL) from None
+WorkersOption = Annotated[
+    int | None,
+    typer.Option(
+        "--workers", min=1, max=MAX_WORKERS, help="Processes for big files (default: CPUs)."
+    ),
+]
 
 
 # The options every analysis shares (analyze and ci), declared once.
@@ -146,10 +141,14 @@ def _options(
 @app.command()
 def analyze(
     paths: Annotated[
-        list[str], typer.Argument(help="Log files, folders, .gz files, or - for stdin.")
+        list[str],
+        typer.Argument(metavar="FILE...", help="Log files, folders, .gz files, or - for stdin."),
     ],
     format: Annotated[
-        Format, typer.Option("--format", "-f", help="Report format.")
+        Format,
+        typer.Option(
+            "--format", "-f", help="Report format ('command': only the corrected command)."
+        ),
     ] = Format.terminal,
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write the report here.")
@@ -204,7 +203,9 @@ def verify_launch(
         str | None,
         typer.Option("--python", help="SGLang's Python (default: $LOGANALYZE_SGLANG_PYTHON)."),
     ] = None,
-    timeout: Annotated[float, typer.Option("--timeout", help="Seconds to wait.")] = 120.0,
+    timeout: Annotated[
+        float, typer.Option("--timeout", callback=positive, help="Seconds to wait.")
+    ] = 120.0,
     sglang_version: Annotated[
         str | None, typer.Option("--sglang-version", help="Catalog for the fallback check.")
     ] = None,
@@ -242,6 +243,11 @@ def _emit(report, format: Format, output: Path | None, inputs: list[str]) -> Non
 
         _write(render_json(report), output, inputs)
         return
+    if format is Format.command:
+        root = report.incidents[0] if report.incidents else None
+        corrected = root.corrected_command if root is not None else None
+        _write(f"{corrected}\n" if corrected else "", output, inputs)
+        return
     from analyzer.formats.terminal import render_plain, render_rich
 
     if format is Format.terminal and output is None and _colour_wanted():
@@ -266,7 +272,10 @@ def _write(text: str, output: Path | None, inputs: list[str]) -> None:
 @app.command("ci")
 def ci(
     paths: Annotated[
-        list[str], typer.Argument(help="Logs, folders or transcripts of the failed launch.")
+        list[str],
+        typer.Argument(
+            metavar="FILE...", help="Logs, folders or transcripts of the failed launch."
+        ),
     ],
     html: HtmlOption = None,
     markdown: MarkdownOption = None,
@@ -318,7 +327,10 @@ class CompareFormat(str, Enum):
 
 @app.command("metrics")
 def metrics(
-    paths: Annotated[list[str], typer.Argument(help="Server logs, folders, .gz, or - for stdin.")],
+    paths: Annotated[
+        list[str],
+        typer.Argument(metavar="FILE...", help="Server logs, folders, .gz, or - for stdin."),
+    ],
     series: Annotated[
         Path | None,
         typer.Option("--output", "-o", help="Also write the batch series (.csv or .parquet)."),
@@ -326,9 +338,7 @@ def metrics(
     format: Annotated[
         MetricsFormat, typer.Option("--format", "-f", help="Summary format.")
     ] = MetricsFormat.terminal,
-    workers: Annotated[
-        int | None, typer.Option("--workers", help="Processes for big files (default: CPUs).")
-    ] = None,
+    workers: WorkersOption = None,
     no_redact: NoRedactOption = False,
     debug: DebugOption = False,
 ) -> None:
@@ -356,16 +366,16 @@ def metrics(
 
 @app.command("compare")
 def compare_runs(
-    paths: Annotated[list[str], typer.Argument(help="Server logs of the runs to compare.")],
+    paths: Annotated[
+        list[str], typer.Argument(metavar="FILE...", help="Server logs of the runs to compare.")
+    ],
     format: Annotated[
         CompareFormat, typer.Option("--format", "-f", help="Output format.")
     ] = CompareFormat.terminal,
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write the comparison here.")
     ] = None,
-    workers: Annotated[
-        int | None, typer.Option("--workers", help="Processes for big files (default: CPUs).")
-    ] = None,
+    workers: WorkersOption = None,
     no_redact: NoRedactOption = False,
     debug: DebugOption = False,
 ) -> None:
@@ -406,109 +416,6 @@ def list_rules(
     sys.stdout.write(rules_markdown(loaded) if markdown else rules_text(loaded))
 
 
-@catalog_app.command("build")
-def catalog_build(
-    output: Annotated[Path, typer.Option("--output", "-o", help="Where to write the JSON.")],
-) -> None:
-    """Build a flag catalog from the installed SGLang's own argument parser."""
-    try:
-        from analyzer.sglang.catalog_build import write_catalog
-    except ImportError as exc:
-        raise fail(f"cannot build a catalog: {exc}") from None
-    from importlib import import_module
-
-    from analyzer.core.output import replaced_atomically
-
-    # the catalogs mined from the same release's source, written beside the flag catalog
-    names = ("error_catalog", "code_paths", "flag_lines", "guarded_code")
-    miners = [import_module(f"analyzer.sglang.{name}_build").MINER for name in names]
-    try:
-        write_catalog(str(output))
-        typer.echo(f"wrote {output}")
-        if not replaced_atomically(output):
-            typer.echo(f"{output} is not a regular file: no error catalog written beside it")
-            return
-        written = [(m.write_beside(output), m.counted) for m in miners]
-    except ImportError as exc:
-        raise fail(f"sglang is not importable here ({exc}); install loganalyze[sglang]") from None
-    except OutputError as exc:
-        raise fail(str(exc)) from None
-    for (path, count), what in written:
-        typer.echo(f"wrote {path} ({count} {what})")
-
-
-@catalog_app.command("show", context_settings={"ignore_unknown_options": True})
-def catalog_show(
-    flag: Annotated[str, typer.Argument(help="A flag as typed, e.g. --tp")],
-    sglang_version: Annotated[str | None, typer.Option("--sglang-version")] = None,
-) -> None:
-    """How SGLang reads a flag: exact, alias, expanded prefix, ambiguous or unknown."""
-    from analyzer.sglang.catalog import load_catalog
-
-    try:
-        catalog = load_catalog(sglang_version)
-    except CatalogError as exc:
-        raise fail(str(exc)) from None
-    from analyzer.sglang.flag_history import shipped_history
-
-    resolution = catalog.resolve(flag)
-    if resolution.spec is None:
-        extra = f": {', '.join(resolution.candidates)}" if resolution.candidates else ""
-        typer.echo(f"{flag}: {resolution.kind} in sglang {catalog.version}{extra}")
-        change = shipped_history().change(flag, catalog)
-        if change is not None:
-            typer.echo(f"  {change.explain(catalog.version)}")
-        raise typer.Exit(1)
-    spec = resolution.spec
-    typer.echo(f"{flag}: {resolution.kind} -> {spec.long} (dest {spec.dest}, {spec.action})")
-    if spec.help:
-        typer.echo(f"  {spec.help}")
-
-
-@catalog_app.command("errors")
-def catalog_errors(
-    grep: Annotated[
-        str | None, typer.Option("--grep", help="Only entries containing TEXT.")
-    ] = None,
-    sglang_version: Annotated[str | None, typer.Option("--sglang-version")] = None,
-) -> None:
-    """SGLang's raise/assert sites (error catalog): message, guarding condition, flags."""
-    from analyzer.sglang.error_catalog import ErrorCatalogError, load_error_catalog
-
-    try:
-        catalog = load_error_catalog(sglang_version)
-    except ErrorCatalogError as exc:
-        raise fail(str(exc)) from None
-    found = catalog.grep(grep)
-    for site in found:
-        typer.echo(f"{site.where} {site.function} [{site.kind} {site.exception}] {site.message}")
-        if site.condition:
-            typer.echo(f"  if: {site.condition}")
-        if site.flags:
-            typer.echo(f"  flags: {' '.join(site.flags)}")
-    typer.echo(f"{len(found)} of {len(catalog.entries)} entries (sglang {catalog.version})")
-    if not found:
-        raise typer.Exit(1)
-
-
-@catalog_app.command("history", context_settings={"ignore_unknown_options": True})
-def catalog_history(
-    flag: Annotated[str, typer.Argument(help="A flag as typed, e.g. --cuda-graph-max-bs")],
-) -> None:
-    """How each shipped SGLang release reads a flag, oldest first."""
-    from analyzer.sglang.catalog import all_catalogs
-
-    for catalog in all_catalogs():
-        resolution = catalog.resolve(flag)
-        if resolution.spec is not None:
-            spec = resolution.spec
-            what = f"{resolution.kind} -> {spec.long} (dest {spec.dest})"
-        else:
-            extra = f": {', '.join(resolution.candidates)}" if resolution.candidates else ""
-            what = f"{resolution.kind}{extra}"
-        typer.echo(f"{catalog.version:<14}{what}")
-
-
 @app.command("run", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def run_server(
     ctx: typer.Context,
@@ -519,10 +426,12 @@ def run_server(
         str | None, typer.Option("--health-url", help="Also ready when this URL answers 2xx.")
     ] = None,
     ready_timeout: Annotated[
-        float | None, typer.Option("--ready-timeout", help="Seconds to become ready.")
+        float | None,
+        typer.Option("--ready-timeout", callback=positive, help="Seconds to become ready."),
     ] = None,
     stop_timeout: Annotated[
-        float, typer.Option("--stop-timeout", help="Seconds between SIGTERM and SIGKILL.")
+        float,
+        typer.Option("--stop-timeout", min=0, help="Seconds between SIGTERM and SIGKILL."),
     ] = 10.0,
     detach: Annotated[bool, typer.Option("--detach", help="Supervise in the background.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Replace an earlier run's log.")] = False,
@@ -580,19 +489,27 @@ def run_status(
 def main() -> None:
     """Entry point: a first argument that is not a subcommand means `analyze`."""
     try:
-        _dispatch(sys.argv[1:])
+        code = _dispatch(sys.argv[1:])
     finally:
         before_exit()  # core/collector.py
+    raise SystemExit(code)
 
 
-def _dispatch(argv: list[str]) -> None:
-    if argv and argv[0] not in SUBCOMMANDS and argv[0] not in ("--help", "-h"):
+def _dispatch(argv: list[str]) -> int:
+    if not argv or argv[0] in ("--help", "-h"):
+        sys.stdout.write(top_help(app))
+        return 0 if argv else EXIT_USAGE
+    if argv[0] == "--version":
+        typer.echo(version_text())
+        return 0
+    if argv[0] not in SUBCOMMANDS:
         argv = ["analyze", *argv]
-    if argv and argv[0] == "analyze":
+    if argv[0] == "analyze":
         # typer builds the parser of every registered command before running one, and
         # that cost as much as analysing a small log: build only the one asked for
-        analyze_app = typer.Typer(add_completion=False, rich_markup_mode=None)
+        analyze_app = typer.Typer(
+            add_completion=False, rich_markup_mode=None, context_settings=HELP_OPTIONS
+        )
         analyze_app.command()(analyze)
-        analyze_app(args=argv[1:], prog_name="loganalyze analyze")
-        return
-    app(args=argv, prog_name="loganalyze")
+        return run_app(analyze_app, argv[1:], "loganalyze analyze")
+    return run_app(app, argv, "loganalyze")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.core.read import TextInput
+from analyzer.core.read import InputError, TextInput
 from analyzer.pipeline import Options, analyze
 from analyzer.transcripts import codex_shapes, detect
 from analyzer.transcripts.opencode_store import connect_read_only
@@ -277,10 +277,8 @@ def test_one_session_is_read_and_the_others_are_listed():
     assert [i.title for i in other.incidents] == [
         "The server never started: the quoting broke `bash -c '...'`"
     ]
-    missing = analyze([str(DB)], Options(session="ses_nope"))
-    assert missing.attempts == [] and any(
-        "no session ses_nope" in n for n in missing.inputs[0].notes
-    )
+    with pytest.raises(InputError, match=f"no session ses_nope in this database; it holds: .*{OTHER}"):
+        analyze([str(DB)], Options(session="ses_nope"))
 
 
 def test_the_story_lives_only_in_the_write_ahead_log(tmp_path):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import stat
 import sys
 import zlib
@@ -20,6 +21,12 @@ MAX_LINE_BYTES = 64 * 1024
 CHUNK_BYTES = 8 * 1024 * 1024
 DIRECTORY_PATTERNS = ("*.log", "*.txt", "*.gz", "*.json", "*.jsonl")
 GZIP_MAGIC = b"\x1f\x8b"
+# formats/json_report.py and metrics_table.py write schema_version first, then verdict or
+# runs; formats/terminal.py's headline and the metrics/compare text start with the tool's name
+OWN_REPORT = re.compile(
+    rb'\s*(?:\{\s*"schema_version"\s*:\s*\d+\s*,\s*"(?:verdict|runs)"\s*:'
+    rb"|loganalyze(?: metrics| compare)?: )"
+)
 
 
 class InputError(Exception):
@@ -190,13 +197,27 @@ def _directory_inputs(directory: Path) -> list[TextInput]:
     if not found:
         raise InputError(f"{directory}: directory holds no *.log, *.txt or *.gz files")
     readable = [f for f in found if os.access(f, os.R_OK)]
-    inputs = [TextInput(str(f), f) for f in readable]
+    reports = [f for f in readable if is_own_report(f)]
+    inputs = [TextInput(str(f), f) for f in readable if f not in reports]
     skipped = [str(f) for f in found if f not in readable]
     if skipped and inputs:
         inputs[0].notes.append("skipped unreadable: " + ", ".join(skipped))
+    if reports and inputs:
+        inputs[0].notes.append("skipped loganalyze's own reports: " + ", ".join(map(str, reports)))
     if not inputs:
-        raise InputError(f"{directory}: no readable log files")
+        only = " (only loganalyze's own reports)" if reports else ""
+        raise InputError(f"{directory}: no readable log files{only}")
     return inputs
+
+
+def is_own_report(path: Path) -> bool:
+    """A report loganalyze wrote (JSON, plain text, metrics), known by how it begins."""
+    try:
+        with open(path, "rb") as raw:
+            head = _maybe_gunzip(raw).read(256)
+    except (EOFError, OSError, zlib.error):
+        return False
+    return OWN_REPORT.match(head) is not None
 
 
 def _maybe_gunzip(stream: io.BufferedReader) -> io.BufferedIOBase:

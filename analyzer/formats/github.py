@@ -74,12 +74,21 @@ def _message(incident: Incident, located: bool) -> str:
         parts.append(f"ranks: {', '.join(incident.ranks)}")
     if incident.explanation:
         parts.append(incident.explanation)
-    if incident.corrected_command:
-        parts.append(f"Corrected command: {incident.corrected_command}")
-    elif incident.advice:
+    if not incident.corrected_command and incident.advice:
         parts.append(incident.advice[0])
     text = printable("\n".join(parts))
-    return text if len(text) <= MAX_MESSAGE else text[:MAX_MESSAGE] + " …"
+    if not incident.corrected_command:
+        return _cut(text, MAX_MESSAGE)
+    # the corrected command is never cut: the text before it gives way
+    corrected = printable(f"Corrected command: {incident.corrected_command}")
+    room = max(MAX_MESSAGE - len(corrected) - 1, 0)
+    return "\n".join(p for p in (_cut(text, room), corrected) if p)
+
+
+def _cut(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]} … [cut: {len(text) - limit} more characters]"
 
 
 def render_annotations(

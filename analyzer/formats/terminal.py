@@ -1,7 +1,9 @@
 """The terminal report: rich panels on a TTY, plain text otherwise (pipes, NO_COLOR).
 
 Log text is always passed to rich as Text (never markup) and stripped of control
-characters, so a hostile log cannot style, move or clear the user's terminal.
+characters, so a hostile log cannot style, move or clear the user's terminal. Evidence and
+prose longer than MAX_SHOWN are cut with a note of how much; commands never are: each is
+printed on one line of its own, outside any panel, so a terminal copy gives it back whole.
 """
 
 from __future__ import annotations
@@ -17,9 +19,17 @@ MAX_SHOWN = 400
 
 
 def clean(text: str) -> str:
-    """Printable text: control characters (escape sequences included) become `?`."""
-    text = CONTROL.sub("?", text)
-    return text if len(text) <= MAX_SHOWN else text[:MAX_SHOWN] + " …"
+    """Printable text cut at MAX_SHOWN: control characters (escape sequences included)
+    become `?`, and a cut says how much it left out."""
+    text = whole(text)
+    if len(text) <= MAX_SHOWN:
+        return text
+    return f"{text[:MAX_SHOWN]} … [cut: {len(text) - MAX_SHOWN} more characters]"
+
+
+def whole(text: str) -> str:
+    """Printable text, never cut (commands): control characters become `?`."""
+    return CONTROL.sub("?", text)
 
 
 def headline(report: Report) -> str:
@@ -119,9 +129,6 @@ def _is_decisive(line: Line, incident: Incident) -> bool:
     return decisive is not None and line.number == decisive.number and line.ref == decisive.ref
 
 
-TIMELINE_COMMAND = 160
-
-
 def _timeline(report: Report) -> list[str]:
     """A session's launches: outcome, class, command, and what changed since one worked."""
     out: list[str] = []
@@ -132,10 +139,7 @@ def _timeline(report: Report) -> list[str]:
             out.extend(["", f"timeline of {source}:"])
         when = f"  {attempt.timestamp}" if attempt.timestamp else ""
         out.append(f"  #{attempt.number} {attempt.outcome:<7} {attempt.rule_class or '-'}{when}")
-        command = " ".join(attempt.command.split())
-        if len(command) > TIMELINE_COMMAND:
-            command = command[: TIMELINE_COMMAND - 1] + "…"
-        out.append(f"     {clean(command)}")
+        out.append(f"     {whole(' '.join(attempt.command.split()))}")
         if attempt.signals and attempt.outcome != "ready":
             out.append(f"     seen: {clean('; '.join(attempt.signals))}")
         if attempt.flag_diff:
@@ -151,13 +155,16 @@ def _plain_commands(incident: Incident) -> list[str]:
     out = []
     if incident.command:
         out.append(f"    command ({incident.command_source}):")
-        out.append(f"      {clean(incident.command)}")
+        out.append(f"      {whole(incident.command)}")
     if incident.corrected_command:
         out.append("    corrected command:")
-        out.append(f"      {clean(incident.corrected_command)}")
+        out.append(f"      {whole(incident.corrected_command)}")
         out.append(f"    edits: {'; '.join(_edit_text(incident))}")
     if incident.verification:
         out.append(f"    {clean(incident.verification.describe())}")
+    for alternative in incident.alternatives:
+        out.append("    alternative corrected command:")
+        out.append(f"      {whole(alternative.command)}")
     return out
 
 
@@ -184,6 +191,7 @@ def render_rich(report: Report, console) -> None:
         console.print(
             Panel(_rich_body(incident), title=title, title_align="left", border_style=style)
         )
+        _rich_commands(console, incident)
     for line in _timeline(report):
         console.print(Text(line))
     if report.verdict == "unknown" or not report.incidents:
@@ -212,7 +220,16 @@ def _rich_body(incident: Incident):
         body.append(clean(incident.explanation) + "\n")
     for advice in incident.advice:
         body.append("• " + clean(advice) + "\n")
-    _rich_commands(body, incident)
+    if incident.command and incident.corrected_command:
+        body.append("change: ", style="bold")
+        for tag, piece in token_diff(whole(incident.command), whole(incident.corrected_command)):
+            style = {"-": "red strike", "+": "bold green"}.get(tag, "")
+            body.append(piece + " ", style=style)
+    if incident.verification:
+        passed = incident.verification.status == "pass"
+        body.append(
+            "\n" + clean(incident.verification.describe()), style="green" if passed else "yellow"
+        )
     body.rstrip()
     return body
 
@@ -226,19 +243,16 @@ def _highlighted(line: Line, incident: Incident):
     return text
 
 
-def _rich_commands(body, incident: Incident) -> None:
-    if incident.command and not incident.corrected_command:
-        body.append(f"command ({incident.command_source}): ", style="bold")
-        body.append(clean(incident.command) + "\n")
-    if incident.command and incident.corrected_command:
-        body.append("corrected command:\n", style="bold green")
-        for tag, piece in token_diff(clean(incident.command), clean(incident.corrected_command)):
-            style = {"-": "red strike", "+": "bold green"}.get(tag, "")
-            body.append(piece + " ", style=style)
-        body.append("\n")
-        body.append(clean(incident.corrected_command) + "\n", style="green")
-    if incident.verification:
-        passed = incident.verification.status == "pass"
-        body.append(
-            clean(incident.verification.describe()) + "\n", style="green" if passed else "yellow"
-        )
+def _rich_commands(console, incident: Incident) -> None:
+    """Each command on a line of its own, soft-wrapped by the terminal (copied whole)."""
+    from rich.text import Text
+
+    shown: list[tuple[str, str, str]] = []
+    if incident.command and not incident.corrected_command:  # else the panel's diff shows it
+        shown.append((f"command ({incident.command_source}):", incident.command, ""))
+    if incident.corrected_command:
+        shown.append(("corrected command:", incident.corrected_command, "green"))
+    shown += [("alternative corrected command:", a.command, "") for a in incident.alternatives]
+    for label, command, style in shown:
+        console.print(Text(label, style="bold " + (style or "default")))
+        console.print(Text(whole(command), style=style), soft_wrap=True)

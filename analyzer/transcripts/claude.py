@@ -77,6 +77,8 @@ def read_claude(
     merged: deque[tuple[str, Event]] | None = None if path is not None else deque()
     records = RecordLines()
     for number, record in records.read(stream):
+        if not transcript.sessions and isinstance(record.get("sessionId"), str):
+            transcript.sessions.append(record["sessionId"])
         if merged is None and isinstance(record.get("sessionId"), str):
             assert path is not None
             session.folders.append(path.parent / record["sessionId"])

@@ -94,6 +94,8 @@ def read_codex(stream: IO[bytes], transcript: Transcript) -> Iterator[Event]:
         kind = record.get("type") if "payload" in record else "response_item"
         if kind == "session_meta" or (not enveloped and _bare_meta(record)):
             version = payload.get("cli_version")
+            if isinstance(payload.get("id"), str):
+                transcript.sessions.append(payload["id"])
             transcript.notes.append(
                 f"codex session {payload.get('id', '?')}"
                 + (f", codex {version}" if version else "")

@@ -84,6 +84,7 @@ class Transcript:
     events: Iterator[Event]
     lines: int = 0
     notes: list[str] = field(default_factory=list)
+    sessions: list[str] = field(default_factory=list)  # the ids it holds, for --session
 
 
 def iso_from_epoch_ms(value: object) -> str | None:

@@ -92,6 +92,8 @@ def read_export(
         for key, value in members:
             if key == "info" and isinstance(value, dict):
                 transcript.notes.append(_session_note(value))
+                if isinstance(value.get("id"), str):
+                    transcript.sessions.append(value["id"])
             elif key == "messages" and isinstance(value, dict):
                 yield from message_events(
                     _dict(value.get("info")), _list(value.get("parts")), outputs

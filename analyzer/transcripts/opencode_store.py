@@ -29,6 +29,7 @@ from typing import Any
 from urllib.parse import quote
 
 from analyzer.core import bounded_json
+from analyzer.core.read import InputError
 from analyzer.transcripts.model import Event, Transcript, iso_from_epoch_ms
 from analyzer.transcripts.opencode import FullOutputs, json_dict, message_events
 
@@ -140,14 +141,14 @@ def _choose(
     sessions: list[SessionInfo], wanted: str | None, transcript: Transcript, where: str
 ) -> str | None:
     """The session to read, with a note naming it and the others."""
-    if not sessions:
+    if not sessions and wanted is None:
         return None
     by_id = {s.id: s for s in sessions}
     if wanted is not None and wanted not in by_id:
-        transcript.notes.append(
-            f"no session {wanted} in this {where}; it holds: " + _listing(sessions)
+        raise InputError(
+            f"{transcript.path}: no session {wanted} in this {where}; it holds: "
+            + (_listing(sessions) or "no session")
         )
-        return None
     newest = max(sessions, key=lambda s: (_sortable(s.active), s.id))
     chosen = by_id[wanted] if wanted is not None else newest
     how = "as asked" if wanted is not None else "the one active last"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import closing
 
-from analyzer.core.read import TextInput
+from analyzer.core.read import InputError, TextInput
 from analyzer.transcripts import detect
 from analyzer.transcripts.claude import read_claude
 from analyzer.transcripts.codex import read_codex
@@ -53,6 +53,9 @@ def _events(text_input: TextInput, transcript: Transcript, session: str | None) 
                 yield from read_export(stream, transcript, path.parent if path else None)
     except (OSError, EOFError) as exc:
         transcript.notes.append(f"transcript ends early ({exc or type(exc).__name__})")
+    if session is not None and session not in transcript.sessions:
+        held = ", ".join(transcript.sessions) or "no session id"
+        raise InputError(f"{transcript.path}: no session {session} here; it holds: {held}")
 
 
 def _is_sqlite(text_input: TextInput) -> bool:
