@@ -191,7 +191,7 @@ def test_shipped_catalog_is_deterministic_and_well_formed(version: str) -> None:
 
 def test_startup_sites_resolve_to_flags() -> None:
     """Done-when figure: >= 95% of 0.5.23's startup sites whose condition reads a server
-    argument name at least one flag (printed for the README)."""
+    argument name at least one flag (printed for docs/catalogs.md)."""
     for version in shipped_error_versions():
         figure = flag_resolution(load_error_catalog(version))
         print(
