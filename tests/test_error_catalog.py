@@ -204,6 +204,19 @@ def test_startup_sites_resolve_to_flags() -> None:
     assert figure.share >= 0.95, figure
 
 
+def test_docs_state_each_releases_flag_resolution() -> None:
+    """The error-catalog table of docs/catalogs.md is the one this computes."""
+    page = (Path(__file__).resolve().parent.parent / "docs" / "catalogs.md").read_text("utf-8")
+    for version in shipped_error_versions():
+        catalog = load_error_catalog(version)
+        figure = flag_resolution(catalog)
+        row = (
+            f"| {version} | {len(catalog.entries)} | {figure.sites} | {figure.reading}"
+            f" | {figure.resolved} ({figure.share:.1%}) |"
+        )
+        assert row in page, row
+
+
 def test_known_entry_matches_its_message() -> None:
     catalog = load_error_catalog("0.5.23")
     (site,) = catalog.match("ValueError", STANDALONE_DP)
