@@ -402,7 +402,7 @@ def compare_runs(
 
 @app.command("rules")
 def list_rules(
-    markdown: Annotated[bool, typer.Option("--markdown", help="As the README's table.")] = False,
+    markdown: Annotated[bool, typer.Option("--markdown", help="As the table in docs/rules.md.")] = False,
     rules: Annotated[list[str] | None, typer.Option("--rules", help="Extra rule folder.")] = None,
 ) -> None:
     """List every rule: id, class, severity, and what it detects."""

@@ -191,7 +191,7 @@ def test_shipped_catalog_is_deterministic_and_well_formed(version: str) -> None:
 
 def test_startup_sites_resolve_to_flags() -> None:
     """Done-when figure: >= 95% of 0.5.23's startup sites whose condition reads a server
-    argument name at least one flag (printed for the README)."""
+    argument name at least one flag (printed for docs/catalogs.md)."""
     for version in shipped_error_versions():
         figure = flag_resolution(load_error_catalog(version))
         print(
@@ -202,6 +202,19 @@ def test_startup_sites_resolve_to_flags() -> None:
     figure = flag_resolution(load_error_catalog("0.5.23"))
     assert figure.reading >= 600
     assert figure.share >= 0.95, figure
+
+
+def test_docs_state_each_releases_flag_resolution() -> None:
+    """The error-catalog table of docs/catalogs.md is the one this computes."""
+    page = (Path(__file__).resolve().parent.parent / "docs" / "catalogs.md").read_text("utf-8")
+    for version in shipped_error_versions():
+        catalog = load_error_catalog(version)
+        figure = flag_resolution(catalog)
+        row = (
+            f"| {version} | {len(catalog.entries)} | {figure.sites} | {figure.reading}"
+            f" | {figure.resolved} ({figure.share:.1%}) |"
+        )
+        assert row in page, row
 
 
 def test_known_entry_matches_its_message() -> None:

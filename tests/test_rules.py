@@ -43,11 +43,12 @@ def _options(case):
     return Options(command=case.user_command)
 
 
-def test_readme_rule_table_is_generated_from_the_rules():
-    readme = (ROOT / "README.md").read_text("utf-8")
-    start, end = readme.index(TABLE_START), readme.index(TABLE_END) + len(TABLE_END)
-    assert readme[start:end] + "\n" == rules_markdown(RULES), (
-        "README rule table is stale: run `loganalyze rules --markdown` and paste it"
+def test_docs_rule_table_is_generated_from_the_rules():
+    page = (ROOT / "docs" / "rules.md").read_text("utf-8")
+    assert page.count(TABLE_START) == 1 and page.count(TABLE_END) == 1
+    start, end = page.index(TABLE_START), page.index(TABLE_END) + len(TABLE_END)
+    assert page[start:end] + "\n" == rules_markdown(RULES), (
+        "docs/rules.md rule table is stale: run `loganalyze rules --markdown` and paste it"
     )
 
 

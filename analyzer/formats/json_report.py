@@ -1,4 +1,4 @@
-"""The JSON report: the machine format of record (schema documented in README).
+"""The JSON report: the machine format of record (schema documented in docs/json-schema.md).
 
 Same input, same bytes: no timestamps of our own, no absolute paths we did not
 receive, keys in a fixed order.

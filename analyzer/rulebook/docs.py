@@ -1,7 +1,7 @@
 """Rule documentation, generated from each rule's [doc] table.
 
-`loganalyze rules` prints it; `loganalyze rules --markdown` is the README's rule
-table (a test keeps the README in step).
+`loganalyze rules` prints it; `loganalyze rules --markdown` is the rule table of
+docs/rules.md (tests/test_rules.py keeps that page in step).
 """
 
 from __future__ import annotations

@@ -142,6 +142,6 @@ class Coverage:
 
 
 def coverage(entries: tuple[ErrorSite, ...]) -> Coverage:
-    """The README's figure for one release's error catalog."""
+    """One release's row of the raise-site family table in docs/blame.md."""
     classed = [s for s in entries if family_of(s) is not None]
     return Coverage(len(entries), len(classed), len([s for s in classed if s.flags]))

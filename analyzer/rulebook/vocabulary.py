@@ -1,6 +1,6 @@
 """Rules as data: load and validate the TOML rule files.
 
-One file per rule. The vocabulary (documented in rules/README.md):
+One file per rule. The vocabulary (documented in docs/rules.md):
 
     id, class, title, severity       what the incident is called
     scope                            line | traceback | usage | log
