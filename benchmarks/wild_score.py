@@ -5,7 +5,12 @@
     python benchmarks/wild_score.py --cases    # one line per case: expected, predicted, ok
 
 The verdict of an input is the class of its root fatal/error incident, `client_error` when
-the only finding is a client's failure, else `none`. Flags: on the cases whose sidecar names
+the only finding is a client's failure, else `none`. Class top-1 counts only the cases whose
+paste shows its cause (`cause_in_paste`, true unless the sidecar says otherwise); for a paste
+cut before its cause the right answer is an incident that claims no cause (`unknown`,
+`startup_stall`, `silent_death`), an `error`-severity incident (the analyzer's presumption from
+the phase reached, as for a traceback cut before its exception line) or the thread's class,
+never `none` nor a fatal incident of another cause: the `cut` column. Flags: on the cases whose sidecar names
 flags, the share where every named flag is among the root incident's `offending_flags` (the
 client's failure, for a `client_error` verdict).
 Fatal precision and the per-class table count the negative corpus (fixtures/negative) too:
@@ -36,6 +41,8 @@ NEGATIVE = ROOT / "fixtures" / "negative"
 HELD_OUT = WILD / "held_out.txt"
 INPUT_SUFFIXES = (".log", ".txt", ".json", ".jsonl")
 NOT_A_FAILURE = ("none", "client_error")
+# the verdicts that show a failure without claiming its cause
+NO_CAUSE = ("unknown", "startup_stall", "silent_death")
 
 
 @dataclass
@@ -47,9 +54,11 @@ class Case:
     flags: list[str]
     confidence: str
     negative: bool = False
+    cause_in_paste: bool = True
     predicted: str = "none"
     predicted_flags: list[str] = field(default_factory=list)
     fatal: bool = False
+    severity: str = ""  # of the root fatal/error incident
 
 
 def held_out_sources(sources: set[str]) -> set[str]:
@@ -91,6 +100,7 @@ def load_cases(folder: Path, negative: bool = False) -> list[Case]:
                 list(expect.get("flags", [])),
                 fixture.get("confidence", "high"),
                 negative,
+                bool(expect.get("cause_in_paste", True)),
             )
         )
     return cases
@@ -102,6 +112,7 @@ def predict(case: Case) -> None:
     causes = [i for i in report.incidents if i.severity in ("fatal", "error")]
     if causes:
         case.predicted = causes[0].rule_class
+        case.severity = causes[0].severity
         case.predicted_flags = list(causes[0].offending_flags)
     elif clients := [i for i in report.incidents if i.rule_class == "client_error"]:
         case.predicted = "client_error"
@@ -109,17 +120,32 @@ def predict(case: Case) -> None:
     case.fatal = any(i.severity == "fatal" for i in report.incidents)
 
 
+def answer_right(case: Case) -> bool:
+    """The verdict is the expected class; for a cut paste, see `cut_answer_right`."""
+    return case.predicted == case.expected if case.cause_in_paste else cut_answer_right(case)
+
+
+def cut_answer_right(case: Case) -> bool:
+    """A paste cut before its cause: an incident that claims no cause, or the right one."""
+    if case.predicted in NOT_A_FAILURE:
+        return False
+    return case.predicted in (case.expected, *NO_CAUSE) or case.severity == "error"
+
+
 def score(cases: list[Case]) -> dict:
-    """Class top-1, flags, per-class recall and precision of a set of cases."""
-    total = len(cases)
-    right = sum(c.predicted == c.expected for c in cases)
+    """Class top-1 where the paste shows its cause, the cut pastes' answers, flags, per-class
+    recall and precision of a set of cases."""
+    shown = [c for c in cases if c.cause_in_paste]
+    cut = [c for c in cases if not c.cause_in_paste]
+    total = len(shown)
+    right = sum(c.predicted == c.expected for c in shown)
     with_flags = [c for c in cases if c.flags]
     flags_right = sum(set(c.flags) <= set(c.predicted_flags) for c in with_flags)
-    classes = sorted({c.expected for c in cases} | {c.predicted for c in cases})
+    classes = sorted({c.expected for c in shown} | {c.predicted for c in shown})
     per_class = {}
     for name in classes:
-        expected = [c for c in cases if c.expected == name]
-        predicted = [c for c in cases if c.predicted == name]
+        expected = [c for c in shown if c.expected == name]
+        predicted = [c for c in shown if c.predicted == name]
         hits = sum(c.predicted == name for c in expected)
         per_class[name] = {
             "cases": len(expected),
@@ -127,8 +153,11 @@ def score(cases: list[Case]) -> dict:
             "precision": _share(hits, len(predicted)),
         }
     return {
-        "cases": total,
+        "cases": len(cases),
+        "class_cases": total,
         "class_top1": _share(right, total),
+        "cut_cases": len(cut),
+        "cut_answer": _share(sum(cut_answer_right(c) for c in cut), len(cut)),
         "flags_cases": len(with_flags),
         "flags": _share(flags_right, len(with_flags)),
         "no_incident_on_failures": sum(
@@ -172,6 +201,8 @@ def run() -> dict:
                 "predicted": c.predicted,
                 "flags": c.flags,
                 "predicted_flags": c.predicted_flags,
+                "cause_in_paste": c.cause_in_paste,
+                "ok": answer_right(c),
             }
             for c in [*wild, *negatives]
         ],
@@ -183,12 +214,14 @@ def _pct(value: float | None) -> str:
 
 
 def render(result: dict) -> str:
-    rows = ["| set | cases | class top-1 | flags (cases) | failures with no incident |",
-            "| --- | ---: | ---: | ---: | ---: |"]  # fmt: skip
+    rows = ["| set | cases | class top-1, cause in paste (cases) | cut before cause: no wrong cause (cases) "
+            "| flags (cases) | failures with no incident |",
+            "| --- | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
     for name in ("all", "not_held_out", "held_out", "held_out_high", "negatives"):
         s = result[name]
         rows.append(
-            f"| {name} | {s['cases']} | {_pct(s['class_top1'])} | {_pct(s['flags'])} "
+            f"| {name} | {s['cases']} | {_pct(s['class_top1'])} ({s['class_cases']}) "
+            f"| {_pct(s['cut_answer'])} ({s['cut_cases']}) | {_pct(s['flags'])} "
             f"({s['flags_cases']}) | {s['no_incident_on_failures']} |"
         )
     fp = result["fatal_precision"]
@@ -198,7 +231,9 @@ def render(result: dict) -> str:
         f"of {fp['fatal_incidents']} inputs given a fatal incident"
     )
     rows.append("")
-    rows.append("per class, wild + negatives, and the held-out third alone:")
+    rows.append(
+        "per class (cases whose paste shows the cause), wild + negatives, and the held-out third alone:"
+    )
     rows.append("")
     rows.append("| class | cases | recall | precision | held out | recall | precision |")
     rows.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
@@ -222,8 +257,8 @@ def main() -> None:
         print(json.dumps(result, indent=2, sort_keys=True))
     elif args.cases:
         for c in result["cases"]:
-            ok = "ok " if c["expected"] == c["predicted"] else "BAD"
-            held = "H" if c["held_out"] else " "
+            ok = "ok " if c["ok"] else "BAD"
+            held = ("H" if c["held_out"] else " ") + (" " if c["cause_in_paste"] else "c")
             print(f"{ok} {held} {c['expected']:<22} {c['predicted']:<22} {c['case']}")
     else:
         print(render(result), end="")

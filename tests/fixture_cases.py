@@ -47,8 +47,9 @@ def _input_for(sidecar: Path, fixture: dict[str, Any]) -> Path:
 def fixture_cases() -> list[FixtureCase]:
     cases = []
     for sidecar in sorted(FIXTURES.rglob("*.toml")):
-        if "models" in sidecar.parts or "wild" in sidecar.parts:
-            continue  # wild/ is measured by benchmarks/wild_score.py, not asserted case by case
+        folders = sidecar.relative_to(FIXTURES).parts
+        if "models" in folders or "wild" in folders or "fragments" in folders:
+            continue  # wild/, fragments/: measured by benchmarks/*_score.py, not asserted case by case
         data = tomllib.loads(sidecar.read_text("utf-8"))
         if "expect" not in data:
             continue
