@@ -25,7 +25,7 @@ from analyzer.rulebook.vocabulary import RuleError
 from analyzer.sglang.catalog import CatalogError
 
 SUBCOMMANDS = (
-    "analyze", "rules", "catalog", "ci", "metrics", "compare", "run", "status", "verify",
+    "analyze", "rules", "catalog", "ci", "metrics", "compare", "run", "status", "verify", "mcp",
 )  # fmt: skip
 EXIT_USAGE = 2
 EXIT_INTERNAL = 3
@@ -575,6 +575,22 @@ def run_status(
     else:
         sys.stdout.write(render_status(view))
     raise typer.Exit(0 if view.alive else 1)
+
+
+@app.command("mcp")
+def mcp_server(
+    skill: Annotated[bool, typer.Option("--skill", help="Print the agent skill file.")] = False,
+) -> None:
+    """MCP server over stdio for coding agents (docs/agents.md); needs loganalyze[mcp]."""
+    from analyzer.agents.serve import MissingExtra, serve_stdio, skill_text
+
+    if skill:
+        sys.stdout.write(skill_text())
+        return
+    try:
+        serve_stdio()
+    except MissingExtra as exc:
+        raise fail(str(exc)) from None
 
 
 def main() -> None:
