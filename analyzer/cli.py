@@ -18,6 +18,7 @@ from typing import Annotated
 
 import typer
 
+from analyzer.agents.mcp_command import mcp_command
 from analyzer.core.collector import before_exit, long_lived
 from analyzer.core.output import OutputError, write_output
 from analyzer.core.read import InputError
@@ -33,6 +34,7 @@ EXIT_INTERNAL = 3
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None)
 catalog_app = typer.Typer(add_completion=False, no_args_is_help=True)
 app.add_typer(catalog_app, name="catalog", help="Build or inspect SGLang flag catalogs.")
+app.command("mcp")(mcp_command)  # analyzer/agents/: the MCP server for coding agents
 
 
 class Format(str, Enum):
@@ -575,22 +577,6 @@ def run_status(
     else:
         sys.stdout.write(render_status(view))
     raise typer.Exit(0 if view.alive else 1)
-
-
-@app.command("mcp")
-def mcp_server(
-    skill: Annotated[bool, typer.Option("--skill", help="Print the agent skill file.")] = False,
-) -> None:
-    """MCP server over stdio for coding agents (docs/agents.md); needs loganalyze[mcp]."""
-    from analyzer.agents.serve import MissingExtra, serve_stdio, skill_text
-
-    if skill:
-        sys.stdout.write(skill_text())
-        return
-    try:
-        serve_stdio()
-    except MissingExtra as exc:
-        raise fail(str(exc)) from None
 
 
 def main() -> None:

@@ -42,8 +42,8 @@ ANALYZE_TRIMS = (
     Trim(("incidents", "*", "evidence"), keep=1),
     Trim(("warnings",)),
     Trim(("inputs", "*", "notes")),
-    Trim(("incidents",), keep=1),
     Trim(("inputs",), keep=1),
+    Trim(("incidents",), keep=1),
 )
 METRICS_TRIMS = (
     Trim(("runs", "*", "chart")),

@@ -1,6 +1,6 @@
 """`loganalyze mcp`: the agent tools (agent_tools.py) served over stdio with the `mcp` SDK.
 
-Imported only by analyzer/agents/serve.py, after the `[mcp]` extra was found: this module
+Imported only by analyzer/agents/mcp_command.py, after the `[mcp]` extra was found: this module
 imports the SDK and pydantic at the top, so that the tools' annotations resolve. One call
 runs at a time (the SDK runs each call in a worker thread; the analyzer's caches are not
 meant to be shared between threads). Every failure is a one-line tool error, secrets masked,

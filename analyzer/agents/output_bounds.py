@@ -3,15 +3,15 @@
 A coding agent pays for every character a tool returns, and a report of a big log can run to
 megabytes. A result over its limit is cut in a fixed order (the least useful parts first:
 long log lines, then the lists each tool names), never inside a command, and its `cut` field
-lists every cut made. A result that cannot be cut small enough is an error, not a silent
-fragment.
+lists every cut made and where to get the whole. A result that cannot be cut small enough is
+an error, not a silent fragment.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from analyzer.agents.tool_inputs import ToolInputError
@@ -19,6 +19,7 @@ from analyzer.engine.redact import redact_text
 
 LONG_TEXT = 2_000  # characters kept of a longer string (a log line, a help text) when cutting
 PROTECTED = frozenset({"command", "corrected_command"})  # commands are never cut
+NOTES_ROOM = 1_000  # characters left for the cut notes when cutting
 
 
 @dataclass(frozen=True)
@@ -49,30 +50,73 @@ def redacted(value: Any) -> Any:
 def bounded(payload: dict[str, Any], limit: int, trims: Sequence[Trim], hint: str) -> dict:
     """The payload with a `cut` list, cut down to `limit` characters if it is longer.
 
-    `hint` says where the whole result is to be had (a CLI command), in every cut note.
+    The trims are applied in order until the result fits; then each but the last gets back
+    as many items as still fit, the later (more useful) ones first. `hint` says where the
+    whole result is to be had, in the last cut note.
     """
     result: dict[str, Any] = {**payload, "cut": []}
     if size(result) <= limit:
         return result
-    cuts: list[str] = []
     shortened = [0]
-    result = _short_texts(result, shortened)
-    if shortened[0]:
-        cuts.append(
-            f"{shortened[0]} text(s) longer than {LONG_TEXT} characters cut to {LONG_TEXT} "
-            f"(each ends with `[cut N characters]`); {hint}"
-        )
+    full = _short_texts(result, shortened)
+    room = limit - NOTES_ROOM  # the cut notes take up to this much
+    applied: list[_Applied] = []
     for trim in trims:
-        result["cut"] = cuts
-        if size(result) <= limit:
+        if size(_apply(full, applied)) <= room:
             break
-        result = _trimmed(result, trim, limit, cuts, hint)
-    result["cut"] = cuts
+        lengths = _lengths(_apply(full, applied), trim.path)
+        if max(lengths, default=0) > trim.keep:
+            entry = _Applied(trim, trim.keep, max(lengths), len(lengths))
+            applied.append(_most(full, [*applied, entry], len(applied), room))
+    for index in reversed(range(len(applied) - 1)):  # give back what still fits
+        applied[index] = _most(full, applied, index, room)
+    result = _apply(full, applied)
+    notes = [a.note() for a in applied if a.kept < a.longest]
+    if shortened[0]:
+        notes.insert(0, f"{shortened[0]} text(s) over {LONG_TEXT} characters cut short")
+    result["cut"] = [*notes, hint]
     if size(result) > limit:
         raise ToolInputError(
             f"the result is {size(result):,} characters even cut down, over max_chars "
             f"({limit:,}): raise max_chars or pass fewer inputs"
         )
+    return result
+
+
+def _most(full: dict[str, Any], applied: list[_Applied], index: int, room: int) -> _Applied:
+    """applied[index] keeping the most items (from what it keeps now) that still fit `room`."""
+    entry = applied[index]
+    low, high = entry.kept, entry.longest
+    while low < high:
+        middle = (low + high + 1) // 2
+        trial = [*applied[:index], replace(entry, kept=middle), *applied[index + 1 :]]
+        if size(_apply(full, trial)) <= room:
+            low = middle
+        else:
+            high = middle - 1
+    return replace(entry, kept=low)
+
+
+@dataclass(frozen=True)
+class _Applied:
+    """A trim as applied: `kept` items of each list at its path, of `longest`, in `lists` lists."""
+
+    trim: Trim
+    kept: int
+    longest: int
+    lists: int
+
+    def note(self) -> str:
+        name = ".".join("[]" if s == "*" else s for s in self.trim.path).replace(".[]", "[]")
+        if self.lists == 1:
+            return f"{name}: the first {self.kept} of {self.longest} kept"
+        return f"{name}: at most {self.kept} kept in each (the longest had {self.longest})"
+
+
+def _apply(full: dict[str, Any], applied: list[_Applied]) -> dict[str, Any]:
+    result = full
+    for entry in applied:
+        result = _truncated(result, entry.trim.path, entry.kept)
     return result
 
 
@@ -87,30 +131,6 @@ def _short_texts(value: Any, count: list[int], key: str | None = None) -> Any:
     if isinstance(value, dict):
         return {k: _short_texts(v, count, k) for k, v in value.items()}
     return value
-
-
-def _trimmed(
-    result: dict[str, Any], trim: Trim, limit: int, cuts: list[str], hint: str
-) -> dict[str, Any]:
-    """The result with every list at `trim.path` cut to the most items that fit (the same
-    number for each), at least `trim.keep`."""
-    lengths = _lengths(result, trim.path)
-    longest = max(lengths, default=0)
-    if longest <= trim.keep:
-        return result
-    low, high = trim.keep, longest  # the answer is in [low, high]; `low` always allowed
-    while low < high:
-        middle = (low + high + 1) // 2
-        if size(_truncated(result, trim.path, middle)) <= limit:
-            low = middle
-        else:
-            high = middle - 1
-    name = ".".join("[]" if step == "*" else step for step in trim.path).replace(".[]", "[]")
-    if len(lengths) == 1:
-        cuts.append(f"{name}: the first {low} of {longest} kept; {hint}")
-    else:
-        cuts.append(f"{name}: at most {low} kept in each (the longest had {longest}); {hint}")
-    return _truncated(result, trim.path, low)
 
 
 def _lengths(value: Any, path: tuple[str, ...]) -> list[int]:
