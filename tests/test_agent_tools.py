@@ -4,6 +4,7 @@ secrets masked, and the pre-flight answering for the command as the agent wrote 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 
 import pytest
@@ -14,6 +15,7 @@ from tests.fixture_cases import FIXTURES, ROOT
 
 TARGET = ROOT / "fixtures" / "models" / "llama-target"
 TOKEN = "hf_" + "Q" * 30
+SGLANG_PYTHON = os.environ.get("LOGANALYZE_SGLANG_PYTHON")
 
 
 def test_a_result_over_max_chars_is_cut_from_the_end_and_says_where(tmp_path):
@@ -85,6 +87,15 @@ def test_preflight_over_ssh_checks_only_the_flags():
     assert {p["check"] for p in found["problems"]} == {"flags"}
     assert found["corrected_command"] == command.replace("max-bs", "max-bs-decode")
     assert any("ssh" in note for note in found["notes"])
+
+
+@pytest.mark.sglang
+@pytest.mark.skipif(not SGLANG_PYTHON, reason="LOGANALYZE_SGLANG_PYTHON is not set")
+def test_preflight_asks_the_installed_sglang_about_the_corrected_command():
+    command = f"python -m sglang.launch_server --model-path {TARGET} --device cpu --dtype bf16"
+    found = preflight(command, ask_sglang=True)
+    assert found["corrected_command"] == command.replace("bf16", "bfloat16")
+    assert found["sglang_check"]["status"] == "pass", found["sglang_check"]
 
 
 @pytest.mark.parametrize(

@@ -112,7 +112,7 @@ def test_tools_over_stdio(tmp_path):
             got["logs"] = await call(client, "analyze", paths=LOGS)
             got["command"] = await call(client, "analyze", paths=[given], command=command)
             got["paste"] = await call(client, "analyze", text=pasted.decode())
-            got["metrics"] = await call(client, "metrics", paths=[METRICS_LOG])
+            got["metrics"] = await call(client, "metrics", paths=METRICS_LOG)  # one path: a string
             got["preflight"] = await call(client, "preflight", command=launch, folder=str(tmp_path))
             got["prefix"] = await call(client, "flag", flag="--speculative-algo")
             got["removed"] = await call(client, "flag", flag="--cuda-graph-max-bs")

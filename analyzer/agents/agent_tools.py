@@ -64,7 +64,7 @@ EXCEPTION_PREFIX = re.compile(
 
 
 def analyze_logs(
-    paths: list[str] | None = None,
+    paths: list[str] | str | None = None,
     text: str | None = None,
     command: str | None = None,
     sglang_version: str | None = None,
@@ -87,7 +87,9 @@ def analyze_logs(
 
 
 def log_metrics(
-    paths: list[str] | None = None, text: str | None = None, max_chars: int = DEFAULT_MAX_CHARS
+    paths: list[str] | str | None = None,
+    text: str | None = None,
+    max_chars: int = DEFAULT_MAX_CHARS,
 ) -> dict[str, Any]:
     """Throughput, acceptance length and startup phases of each log, as `metrics --format json`."""
     from analyzer.core.read import open_inputs
@@ -187,9 +189,12 @@ def error_sites(
 
 
 @contextmanager
-def _inputs(paths: list[str] | None, text: str | None) -> Iterator[tuple[list[str], list[str]]]:
-    """The checked paths, and the pasted text's file (deleted on leaving)."""
-    named = checked_paths(paths or [])
+def _inputs(
+    paths: list[str] | str | None, text: str | None
+) -> Iterator[tuple[list[str], list[str]]]:
+    """The checked paths (one path may come as a string), and the pasted text's file (deleted
+    on leaving)."""
+    named = checked_paths([paths] if isinstance(paths, str) else paths or [])
     if not named and text is None:
         raise ToolInputError("nothing to read: give paths, or the log text itself as text")
     with ExitStack() as stack:

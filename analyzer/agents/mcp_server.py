@@ -111,7 +111,7 @@ EAGLE or EAGLE-3 setting. The JSON of `loganalyze metrics --format json`. Paths 
 read; secrets masked; the result is at most `max_chars` characters (`cut` says where)."""
 
 Paths = Annotated[
-    list[str] | None,
+    list[str] | str | None,
     Field(description="Log files, log folders or session transcripts (.gz and .zst are read)."),
 ]
 Text = Annotated[str | None, Field(description="The log text itself, pasted (up to 10 MB).")]
