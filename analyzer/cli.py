@@ -16,6 +16,7 @@ from typing import Annotated
 
 import typer
 
+from analyzer.agents.mcp_command import mcp_command
 from analyzer.cli_catalog import catalog_app
 from analyzer.cli_usage import (
     EXIT_USAGE,
@@ -34,7 +35,7 @@ from analyzer.rulebook.vocabulary import RuleError
 from analyzer.sglang.catalog import CatalogError
 
 SUBCOMMANDS = (
-    "analyze", "rules", "catalog", "ci", "metrics", "compare", "run", "status", "verify",
+    "analyze", "rules", "catalog", "ci", "metrics", "compare", "run", "status", "verify", "mcp",
 )  # fmt: skip
 MAX_WORKERS = 1024
 
@@ -42,6 +43,7 @@ app = typer.Typer(
     add_completion=False, no_args_is_help=True, rich_markup_mode=None, context_settings=HELP_OPTIONS
 )
 app.add_typer(catalog_app, name="catalog", help="Build or inspect SGLang flag catalogs.")
+app.command("mcp")(mcp_command)  # analyzer/agents/: the MCP server for coding agents
 
 
 class Format(str, Enum):

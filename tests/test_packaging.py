@@ -15,8 +15,10 @@ import analyzer, json, sys
 from analyzer.rulebook.vocabulary import load_rules
 from analyzer.rulebook.raise_site_rules import site_families
 from analyzer.sglang.catalog import load_catalog
+from analyzer.agents.mcp_command import skill_text
 print(json.dumps({"file": analyzer.__file__, "rules": len(load_rules()),
-                  "catalog": load_catalog().version, "families": len(site_families())}))
+                  "catalog": load_catalog().version, "families": len(site_families()),
+                  "skill": skill_text().splitlines()[1]}))
 """
 
 
@@ -52,6 +54,7 @@ def test_wheel_contains_rules_and_catalog_and_works_installed(tmp_path: Path):
         == shipped_rules
     )
     assert "analyzer/catalogs/sglang-0.5.23.json" in names
+    assert "analyzer/agents/skills/loganalyze/SKILL.md" in names
 
     target = tmp_path / "site"
     subprocess.run(
@@ -84,3 +87,4 @@ def test_wheel_contains_rules_and_catalog_and_works_installed(tmp_path: Path):
     assert found["rules"] == len(shipped_rules)
     assert found["catalog"] == "0.5.23"
     assert found["families"] >= 10  # analyzer/catalogs/raise_sites.toml ships too
+    assert found["skill"] == "name: loganalyze"  # the agent skill file (docs/agents.md)
