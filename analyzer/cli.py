@@ -43,7 +43,6 @@ app = typer.Typer(
     add_completion=False, no_args_is_help=True, rich_markup_mode=None, context_settings=HELP_OPTIONS
 )
 app.add_typer(catalog_app, name="catalog", help="Build or inspect SGLang flag catalogs.")
-app.command("mcp")(mcp_command)  # analyzer/agents/: the MCP server for coding agents
 
 
 class Format(str, Enum):
@@ -404,7 +403,9 @@ def compare_runs(
 
 @app.command("rules")
 def list_rules(
-    markdown: Annotated[bool, typer.Option("--markdown", help="As the table in docs/rules.md.")] = False,
+    markdown: Annotated[
+        bool, typer.Option("--markdown", help="As the table in docs/rules.md.")
+    ] = False,
     rules: Annotated[list[str] | None, typer.Option("--rules", help="Extra rule folder.")] = None,
 ) -> None:
     """List every rule: id, class, severity, and what it detects."""
@@ -486,6 +487,9 @@ def run_status(
     else:
         sys.stdout.write(render_status(view))
     raise typer.Exit(0 if view.alive else 1)
+
+
+app.command("mcp")(mcp_command)  # analyzer/agents/: the MCP server for coding agents
 
 
 def main() -> None:
