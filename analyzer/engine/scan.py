@@ -329,6 +329,8 @@ class Scanner:
         if self.traceback is not None and self.traceback.feed(line):
             if self.has_trigger(line.text):
                 self._add_candidate(line)
+            if self.traceback.exception is not None:  # its exception line and message
+                note_signal(self.log.signals, line)
             self._remember(line)
             return
         self._finish_traceback()

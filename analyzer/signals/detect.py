@@ -132,9 +132,11 @@ def signal_of(line: Line) -> FailureSignal | None:
     if not found:
         return None
     _, _, first_key, deaths = _automaton()
+    if any(record in text for record in QUIET_RECORDS):
+        return None
     if any(i < deaths for i in found) and _is_death(text):
         return FailureSignal(line, "death")
-    if any(record in text for record in QUIET_RECORDS) or QUIET_LEVEL.search(text):
+    if QUIET_LEVEL.search(text):
         return None
     keys = [i - first_key for i in found if i >= first_key]
     if keys:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from analyzer.core.model import FailureSignal, Incident, Line, ScannedLog, Traceback
 from analyzer.signals.detect import catalog_entries
 
+UNNAMED = ("error", "level")  # kinds whose line may hold an SGLang message
 MAX_WRAPPERS = 3  # `prefix: Type: message` layers tried for an SGLang message
 MIN_MESSAGE = 24  # shorter texts fit too many of SGLang's messages
 # the signal that best tells the failure first; within a kind, the first line
@@ -51,18 +52,26 @@ def unexplained_signal(
     incidents: list[Incident],
     release: str | None,
     classified: Callable[[], Incident | None],
+    notices: list[Incident] | None = None,
 ) -> list[Incident]:
-    """The incident for the most telling signal the `incidents` (warnings and client
-    findings only) leave unexplained. An SGLang raise site's message shown without its
-    traceback is added to the log as that traceback and `classified` as any would be."""
+    """The incident for the most telling signal the `incidents` (warnings, client findings
+    and, with `notices`, a death or stall notice) leave unexplained. An SGLang raise site's
+    message shown without its traceback is added to the log as that traceback and
+    `classified` as any would be."""
     from analyzer.engine.raise_sites import error_catalog_for
 
-    explained = {ln.number for i in incidents for ln in i.evidence} | {i.line for i in incidents}
+    # a notice (a death, a stall) cites the lines around where the log ends: no explanation
+    notices = notices or []
+    explained = {(ln.number, ln.text) for i in incidents if i not in notices for ln in i.evidence}
     clients = any(i.rule_class == "client_error" and i.severity == "info" for i in incidents)
-    signal = chosen_signal(log, explained, clients)
-    if signal is None or signal.kind in ("error", "level"):
+    # beside a client's failure or a notice only a message that names the failure tells more
+    named_only = clients or bool(notices)
+    # a client's failure relays the server's (an error body's CUDA error): that is no client's
+    signal = chosen_signal(log, explained, named_only, relayed=clients)
+    if signal is None and not named_only or signal is not None and signal.kind in UNNAMED:
         errors = error_catalog_for(release)
-        shown = sglang_message([signal.line] if signal else log.tail, errors) if errors else None
+        lines = [signal.line] if signal else log.tail
+        shown = sglang_message(lines, errors) if errors else None
         if shown is not None:
             log.tracebacks.append(shown)
             if (found := classified()) is not None:
@@ -71,21 +80,27 @@ def unexplained_signal(
 
 
 def chosen_signal(
-    log: ScannedLog, explained: set[int] | None = None, clients: bool = False
+    log: ScannedLog,
+    explained: set[tuple[int, str]] | None = None,
+    named_only: bool = False,
+    relayed: bool = False,
 ) -> FailureSignal | None:
     """The most telling signal of the input no incident explains (`explained`: the lines
-    the incidents found cite; `clients`: a client's failure was found, which explains its
-    other lines); argparse's usage dump counts as one."""
+    the incidents cite); argparse's usage dump counts as one. `named_only`: only a catalog
+    message of a server failure (beside a client's failure, a death or stall notice);
+    `relayed`: such a message counts even on a line a client's finding cites."""
+    explained = explained or set()
     signals = [
         s
         for s in log.signals
-        if s.line.number not in (explained or ()) and not (clients and _is_client(s))
+        if not (named_only and (s.entry is None or _is_client(s)))
+        and ((s.line.number, s.line.text) not in explained or relayed)
     ]
-    for dump in log.usage_dumps:
+    for dump in [] if named_only else log.usage_dumps:
         if dump.error is None and not dump.options:
             continue  # `usage: ` in other text (`token usage: 0.9`), not argparse's
         line = dump.error or dump.first
-        if line.number not in (explained or ()):
+        if (line.number, line.text) not in explained:
             signals.append(FailureSignal(line, "argparse" if dump.error else "usage"))
     if not signals:
         return None
