@@ -41,14 +41,16 @@ HTTP_BODY = LazyPattern(
     r"\b(?:Server|Client) error: \d{3}\b.*?\[address=[^\]]*\] (?P<message>\S.*)$"
 )
 JSON_MESSAGE = LazyPattern(r'"(?:message|detail|error)": ?(?P<string>"(?:[^"\\]|\\.)*")')
+JSON_KEYS = ('"message"', '"detail"', '"error"')
 MIN_COLLAPSED_FRAMES = 2
 
 
 def is_collapsed(line: str) -> bool:
     """A line holding a traceback's header and frames, or several frames: lost newlines."""
-    if TRACEBACK_START in line and 'File "' in line:
+    frames = line.count('File "')
+    if frames and TRACEBACK_START in line:
         return True
-    return len(COLLAPSED_FRAMES.findall(line)) >= MIN_COLLAPSED_FRAMES
+    return frames >= MIN_COLLAPSED_FRAMES and len(COLLAPSED_FRAMES.findall(line)) > 1
 
 
 def split_collapsed(line: str) -> list[str]:
@@ -64,7 +66,7 @@ def split_collapsed(line: str) -> list[str]:
 
 
 def has_unindented_frames(head: list[str]) -> bool:
-    return any(UNINDENTED_FRAME.match(line.strip()) and not line[:1].isspace() for line in head)
+    return any(line.startswith('File "') and UNINDENTED_FRAME.match(line) for line in head)
 
 
 def indent_code(previous: str | None, line: str) -> str:
@@ -81,7 +83,7 @@ def opened_body(line: str) -> str | None:
     `[address=..., pid=...]`, or a JSON error's `"message"` string decoded."""
     if "error: " in line and "[address=" in line and (found := HTTP_BODY.search(line)):
         return found["message"].strip()
-    if '"' in line and (found := JSON_MESSAGE.search(line)):
+    if any(key in line for key in JSON_KEYS) and (found := JSON_MESSAGE.search(line)):
         try:
             message = json.loads(found["string"])
         except ValueError:

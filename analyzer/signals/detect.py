@@ -110,7 +110,7 @@ def signal_literals() -> tuple[str, ...]:
 def _automaton() -> tuple[object, tuple[str, ...], int, int]:
     literals = signal_literals()
     automaton = (
-        AhoCorasick(list(literals), implementation=Implementation.ContiguousNFA)
+        AhoCorasick(list(literals), implementation=Implementation.NoncontiguousNFA)
         if AhoCorasick is not None
         else None
     )
