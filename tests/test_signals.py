@@ -58,6 +58,7 @@ def test_a_gpu_index_beyond_the_visible_ones_points_at_the_gpu_flags():
     [
         ('{"error": {"message": "CUDA out of memory. Tried to allocate 2.00 GiB"}}', "catalog"),
         ("python3: symbol lookup error: x.so: undefined symbol: _ZN3c10", "catalog"),
+        ("out of resource: shared memory, Required: 232448, Hardware limit: 101376", "catalog"),
         ("Segmentation fault (core dumped)", "death"),
         ("bash: line 1: 4242 Killed                  python -m sglang.launch_server", "death"),
         ("terminate called after throwing an instance of 'c10::Error'", "death"),

@@ -306,6 +306,14 @@ def python_entries(venv: Path) -> Iterator[dict[str, str]]:
             source = f"{relative} {function}"
             if entry := _entry(text, None, rule_class, advice, source, relative.split("/")[0]):
                 yield entry
+            # its opening too when it names the failure before a colon (`out of resource: `):
+            # a paste cut before the longest fixed text still shows it
+            opening = text.split(FIELD)[0].strip()
+            if opening.endswith(":") and len(opening.split()) >= MIN_WORDS and FIELD in text:
+                if entry := _entry(
+                    text, opening, rule_class, advice, source, relative.split("/")[0]
+                ):
+                    yield entry
 
 
 def build(venv: Path, cuda_home: Path) -> dict:
