@@ -96,14 +96,31 @@ def catalog_entries() -> tuple[CatalogEntry, ...]:
     )
 
 
+# the CUDA runtime's, cuBLAS's and cuDNN's error names: one literal each for the hot path,
+# the name itself looked up once a line holds one
+NAME_PREFIXES = ("cudaError", "CUBLAS_STATUS_", "CUDNN_STATUS_")
+NAMED = LazyPattern(r"\b(?:cudaError|CUBLAS_STATUS_|CUDNN_STATUS_)\w+")
+
+
 @cache
-def _catalog_keys() -> tuple[str, ...]:
-    return tuple(e.key for e in catalog_entries())
+def _catalog_index() -> tuple[tuple[str, ...], tuple[int, ...], dict[str, int]]:
+    """The catalog's searched keys with their entries, and its error names' entries."""
+    keys: list[str] = []
+    owners: list[int] = []
+    names: dict[str, int] = {}
+    for index, entry in enumerate(catalog_entries()):
+        if entry.key.startswith(NAME_PREFIXES) and entry.key.isidentifier():
+            names[entry.key] = index
+        else:
+            keys.append(entry.key)
+            owners.append(index)
+    return tuple(keys), tuple(owners), names
 
 
 def signal_literals() -> tuple[str, ...]:
     """Every literal a failure signal holds: the fast path feeds the lines holding one."""
-    return (*DEATH_LITERALS, *ERROR_LITERALS, *GLOG_LITERALS, *_catalog_keys())
+    keys = _catalog_index()[0]
+    return (*DEATH_LITERALS, *ERROR_LITERALS, *GLOG_LITERALS, *NAME_PREFIXES, *keys)
 
 
 @cache
@@ -114,7 +131,7 @@ def _automaton() -> tuple[object, tuple[str, ...], int, int]:
         if AhoCorasick is not None
         else None
     )
-    first_key = len(literals) - len(_catalog_keys())
+    first_key = len(literals) - len(_catalog_index()[0])
     return automaton, literals, first_key, len(DEATH_LITERALS)
 
 
@@ -123,6 +140,15 @@ def _found(text: str) -> list[int]:
     if automaton is None:
         return [i for i, lit in enumerate(literals) if lit in text]
     return [i for i, _start, _end in automaton.find_matches_as_indexes(text)]  # type: ignore[attr-defined]
+
+
+def _catalog_hits(text: str, found: list[int], first_key: int) -> list[int]:
+    """The catalog entries a line holds: by a searched key, or by an error name."""
+    _, owners, names = _catalog_index()
+    hits = [owners[i - first_key] for i in found if i >= first_key]
+    if any(prefix in text for prefix in NAME_PREFIXES):
+        hits += [names[n] for n in NAMED.findall(text) if n in names]
+    return hits
 
 
 def signal_of(line: Line) -> FailureSignal | None:
@@ -138,7 +164,7 @@ def signal_of(line: Line) -> FailureSignal | None:
         return FailureSignal(line, "death")
     if QUIET_LEVEL.search(text):
         return None
-    keys = [i - first_key for i in found if i >= first_key]
+    keys = _catalog_hits(text, found, first_key)
     if keys:
         entries = catalog_entries()
         best = max(keys, key=lambda i: len(entries[i].key))
