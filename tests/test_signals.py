@@ -16,7 +16,7 @@ import pytest
 from analyzer.core.model import Line
 from analyzer.engine.paste_shapes import indent_code, opened_body, split_collapsed
 from analyzer.pipeline import Options, analyze
-from analyzer.signals.detect import CATALOG, catalog_entries, signal_of
+from analyzer.signals.detect import CATALOG_NAME, catalog_entries, signal_of
 from tests.fixture_cases import ROOT
 
 CLASSES = {"oom", "cuda_error", "environment", "nccl_distributed", "model_load",
@@ -202,4 +202,5 @@ def test_the_message_catalog_is_what_its_build_script_makes(tmp_path):
          "--out", str(out)],
         cwd=ROOT, check=True, capture_output=True,
     )  # fmt: skip
-    assert json.loads(out.read_text("utf-8")) == json.loads(CATALOG.read_text("utf-8"))
+    shipped = ROOT / "analyzer" / "signals" / CATALOG_NAME
+    assert json.loads(out.read_text("utf-8")) == json.loads(shipped.read_text("utf-8"))

@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 
 try:
     from ahocorasick_rs import AhoCorasick, Implementation
@@ -30,8 +29,9 @@ except ImportError:  # pragma: no cover - a declared dependency
 
 from analyzer.core.lazy_pattern import LazyPattern
 from analyzer.core.model import FailureSignal, Line
+from analyzer.core.package_files import package_files
 
-CATALOG = Path(__file__).with_name("failure_messages.json")
+CATALOG_NAME = "failure_messages.json"
 
 # kind -> (literals that may show it, the class it gives when no catalog entry does)
 DEATH_LITERALS = (
@@ -89,7 +89,7 @@ class CatalogEntry:
 
 @cache
 def catalog_entries() -> tuple[CatalogEntry, ...]:
-    data = json.loads(CATALOG.read_text("utf-8"))
+    data = json.loads(package_files(__package__).joinpath(CATALOG_NAME).read_text("utf-8"))
     return tuple(
         CatalogEntry(e["key"], e["message"], e["class"], e["advice"], e["source"], e["kind"])
         for e in data["entries"]
