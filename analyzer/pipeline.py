@@ -226,6 +226,16 @@ def analyze_log(
         death = incidents_stage.decisive_line(deaths[0]) if deaths else None
         fallback = _fallback(log, context, launch, death, signs, answered)
         incidents = with_fault_dump(log, incidents, fallback)
+    notices = [i for i in incidents if i.rule in context.by_id and context.by_id[i.rule].alone]
+    if all(_is_warning(i) or i in notices for i in incidents):
+        # a failure signal no rule explained: never "no incident" (analyzer/signals/)
+        from analyzer.signals.incident import unexplained_signal
+
+        def classified() -> Incident | None:  # an SGLang message shown alone, as its traceback
+            return _fallback(log, context, launch, None, signs, answered)
+
+        release = context.catalog.version
+        incidents.extend(unexplained_signal(log, incidents, release, classified, notices))
     if signs is None:
         return incidents
     return judge(incidents, log, signs, {r.id for r in context.rules if r.outlives_serving})

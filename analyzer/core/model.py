@@ -135,6 +135,16 @@ class InputSummary:
     catalog_reason: str | None = None
 
 
+@dataclass(frozen=True)
+class FailureSignal:
+    """A line that shows a failure (analyzer/signals/detect.py): its kind, and for a
+    catalog message the index of its entry."""
+
+    line: Line
+    kind: str
+    entry: int | None = None
+
+
 @dataclass
 class ScannedLog:
     """Everything the scanner kept from one input: bounded, never the whole file."""
@@ -162,6 +172,8 @@ class ScannedLog:
     skipped_imports: list[Line] = field(default_factory=list)
     # CPython faulthandler's dumps (a fatal signal's, a timeout's), in order
     fault_dumps: list[FaultDump] = field(default_factory=list)
+    # every line that shows a failure, whatever rule knows it (analyzer/signals/)
+    signals: list[FailureSignal] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

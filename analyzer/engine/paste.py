@@ -15,12 +15,20 @@ The file is never changed. A repaired line keeps the number of its first line; i
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import regex
 
 from analyzer.core.lazy_pattern import LazyPattern
 from analyzer.engine.normalize import ANCHOR, FENCE, NO_PREFIXES, LinePrefixes, detect_prefixes
+from analyzer.engine.paste_shapes import (
+    has_unindented_frames,
+    indent_code,
+    is_collapsed,
+    opened_body,
+    shows_bodies,
+    split_collapsed,
+)
 from analyzer.sglang.log_format import visible
 
 # entities of markup (`&amp;` alone is a URL's own text as often as an escaped `&`)
@@ -71,18 +79,25 @@ class PasteRepairs:
     unescape: bool = False
     invisible: bool = False
     quotes: bool = False
+    # engine/paste_shapes.py: newlines lost, frames unindented, error bodies to open
+    collapsed: bool = False
+    unindented: bool = False
+    bodies: bool = False
 
     def __bool__(self) -> bool:
         return bool(
             self.width or self.escaped_lines or self.unescape or self.invisible or self.quotes
-        )
+            or self.collapsed or self.unindented or self.bodies
+        )  # fmt: skip
 
     @property
     def names(self) -> list[str]:
         found = [f"hard-wrap at {self.width} columns"] if self.width else []
         found += ["lines joined by escaped newlines"] * self.escaped_lines
         found += ["HTML entities"] * self.unescape + ["invisible characters"] * self.invisible
-        return found + ["typographic quotes"] * self.quotes
+        found += ["typographic quotes"] * self.quotes + ["newlines lost"] * self.collapsed
+        # an error body opened is a reading of the input, not damage the paste did to it
+        return found + ["frames unindented"] * self.unindented
 
     def repair(self, text: str) -> str:
         """One line's characters as they were before the page or the client touched them."""
@@ -114,13 +129,19 @@ def read_paste(head: list[str]) -> PasteReading:
     characters = _character_repairs(head, escaped)
     if characters:
         head = [characters.repair(ln) for ln in head]
+    characters = replace(
+        characters,
+        collapsed=any(is_collapsed(ln) for ln in head),
+        unindented=has_unindented_frames(head),
+        bodies=shows_bodies(head),
+    )
+    if characters.collapsed:
+        head = [part for ln in head for part in split_collapsed(ln)]
     prefixes = detect_prefixes(head)
     width = cut_width(head, _record_start(prefixes))
     if width is None:
         return PasteReading(prefixes, characters)
-    repairs = PasteRepairs(
-        width, escaped, characters.unescape, characters.invisible, characters.quotes
-    )
+    repairs = replace(characters, width=width)
     # the head is repaired already: only its cuts are left to rejoin
     rejoined = [text for _, text, _ in Rejoiner(PasteRepairs(width), prefixes).lines(head)]
     return PasteReading(detect_prefixes(rejoined), repairs)
@@ -286,13 +307,27 @@ class Rejoiner:
 
     def _split(self, raw_lines: Iterable[str]) -> Iterator[tuple[int, str, str]]:
         """(number, a line, its text as pasted): the lines a JSON string joined, apart."""
+        repairs = self.repairs
+        shaped = repairs.collapsed or repairs.unindented or repairs.bodies
+        previous: str | None = None
         for number, raw in enumerate(raw_lines, start=1):
             self.count = number
-            parts = escaped_lines(raw) if self.repairs.escaped_lines and "\\n" in raw else None
-            if parts is None:
-                yield number, raw, raw
-            else:
-                yield from ((number, text, pasted) for text, pasted in parts)
+            parts = escaped_lines(raw) if repairs.escaped_lines and "\\n" in raw else None
+            if not shaped:
+                if parts is None:
+                    yield number, raw, raw
+                else:
+                    yield from ((number, text, pasted) for text, pasted in parts)
+                continue
+            for text, pasted in parts or [(raw, raw)]:
+                pieces = split_collapsed(text) if repairs.collapsed else [text]
+                for piece in pieces:
+                    shown = indent_code(previous, piece) if repairs.unindented else piece
+                    previous = piece.strip()
+                    yield number, shown, (pasted if len(pieces) == 1 and shown is piece else raw)
+                    body = opened_body(piece) if repairs.bodies else None
+                    for opened in body.splitlines() if body else ():
+                        yield number, opened, raw
 
 
 def _differs(pasted: list[str], text: str) -> str | None:

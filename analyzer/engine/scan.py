@@ -39,6 +39,7 @@ from analyzer.sglang.log_format import (
     stated_version,
     visible,
 )
+from analyzer.signals.detect import note_signal, signal_literals
 
 # also a frame whose `  File "/leading/path/` the paste cut (`sglang/x.py", line 3, in f`)
 FRAME = re.compile(
@@ -175,6 +176,7 @@ SCANNER_LITERALS = (
     "OutOfResources",
     *EXCEPTION_MODULES,
     *(f"error: {phrase}" for phrase in ARGPARSE_PHRASES),
+    *signal_literals(),  # every line that shows a failure (analyzer/signals/detect.py)
 )
 
 TAIL_LINES = 40
@@ -327,6 +329,8 @@ class Scanner:
         if self.traceback is not None and self.traceback.feed(line):
             if self.has_trigger(line.text):
                 self._add_candidate(line)
+            if self.traceback.exception is not None:  # its exception line and message
+                note_signal(self.log.signals, line)
             self._remember(line)
             return
         self._finish_traceback()
@@ -449,6 +453,7 @@ class Scanner:
         text = line.text
         if self.has_trigger(text):
             self._add_candidate(line)
+        note_signal(self.log.signals, line)
         body = line.body
         if not self.has_scanner_literal(body):
             return  # each marker below is one of them: one pass instead of one per marker
@@ -573,7 +578,7 @@ def visible_lines(lines: Iterable[str]) -> list[str]:
 def note_reading(summary: InputSummary, reading: PasteReading) -> None:
     if reading.prefixes is not NO_PREFIXES:
         summary.notes.append("line prefixes read past: " + ", ".join(reading.prefixes.names))
-    if reading.repairs:
+    if reading.repairs.names:
         summary.notes.append("paste repaired: " + ", ".join(reading.repairs.names))
 
 

@@ -1,0 +1,196 @@
+"""The failure-signal stage: every line that shows a failure, whatever a rule knows of it.
+
+Its only job is recall. A line is a failure signal when it holds
+
+- a message of a library's catalog (failure_messages.json: the CUDA runtime's, NCCL's,
+  torch's, Triton's, the dynamic linker's, transformers' and huggingface_hub's), by its text,
+  wherever it stands: inside a JSON string, a quote, an HTTP body, after any prefix;
+- a process death: a signal's name as the shell reports it, `(core dumped)`, `Fatal Python
+  error`, a C++ `terminate called`, a non-zero exit status, SGLang's `hit an exception`,
+  `Received sigquit`, `crashed with exit code`;
+- argparse's `error:` line, a CUDA kernel's failed device-side assertion, an `Error:` line;
+- an ERROR / FATAL / CRITICAL level, or a glog `E`/`F` line.
+
+A line at a WARNING / INFO / DEBUG level (or a Python warning) is not a signal unless it
+reports a death. The scanner calls `signal_of` on the lines it is fed (SIGNAL_LITERALS make
+the fast path feed them), so the whole stage is one Aho-Corasick pass per line.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+
+try:
+    from ahocorasick_rs import AhoCorasick, Implementation
+except ImportError:  # pragma: no cover - a declared dependency
+    AhoCorasick = None
+
+from analyzer.core.lazy_pattern import LazyPattern
+from analyzer.core.model import FailureSignal, Line
+from analyzer.core.package_files import package_files
+
+CATALOG_NAME = "failure_messages.json"
+
+# kind -> (literals that may show it, the class it gives when no catalog entry does)
+DEATH_LITERALS = (
+    "Killed", "Segmentation fault", "Aborted", "Bus error", "Illegal instruction",
+    "Floating point exception", "core dumped", "Fatal Python error", "terminate called",
+    "hit an exception", "Received sigquit", "SIGQUIT received", "crashed with exit code",
+    "xit code", "xitcode", "xit status", "xited with code", "xit Code",
+)  # fmt: skip
+ERROR_LITERALS = ("error: ", "Error: ", "ERROR", "FATAL", "CRITICAL", "Assertion `", "level=error",
+                  '"level":"error"', '"level": "error"', "CUDA error", "NCCL error")  # fmt: skip
+GLOG_LITERALS = tuple(f"{level}{month:02d}" for level in "EF" for month in range(1, 13))
+# what the shell, CPython and the C++ runtime print when a process dies
+DEATH = LazyPattern(
+    r"(?:^|: line \d+: +\d+ +|\[\d+\][+-]? +)"
+    r"(?:Killed|Segmentation fault|Aborted|Bus error|Illegal instruction|Floating point exception)"
+    r"(?: +\(core dumped\))?(?:\s|$)"
+    r"|\(core dumped\)|Fatal Python error: |terminate called (?:after throwing|without an active)"
+    r"| hit an exception|Received sigquit|SIGQUIT received|crashed with exit code"
+    r"|\bKilled process \d+"
+)
+# a non-zero exit status (docker, kubectl, torch elastic, subprocess, systemd)
+EXIT_STATUS = LazyPattern(
+    r"\b[Ee]xit(?:ed with)? ?(?:[Cc]ode|[Ss]tatus)(?:: *| *: | |=)(?P<code>-?\d+)"
+    r"|\b[Ee]xitcode: ?(?P<code2>-?\d+)"
+)
+ARGPARSE_ERROR = LazyPattern(r"^(?:[\w./\- ]+: )?error: \S")
+# `Error: ...` opening a line or a logger record's message (`http_utils.py:153 - Error: ...`)
+ERROR_LINE = LazyPattern(r"(?:^\W{0,4}|\s-\s)(?:Error|ERROR|error)(?: \w+)?: \S")
+DEVICE_ASSERT = LazyPattern(r"Assertion `.+` failed")
+LEVEL = LazyPattern(
+    r"(?:^|[\s\[|(])(?:ERROR|FATAL|CRITICAL)(?:[\]\s|):,]|$)"
+    r'|\blevel=(?:error|fatal|critical)\b|"level": ?"(?:error|fatal|critical)"'
+    r"|^[EF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ "
+)
+QUIET_LEVEL = LazyPattern(
+    r"(?:^|[\s\[|(])(?:WARNING|WARN|INFO|DEBUG|TRACE)(?:[\]\s|):,]|$)|\w+Warning: "
+    r"|^[WI]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ "
+)
+# not the server's own failure: SGLang's models/registry.py logs a model module it skipped (a
+# healthy start's noise); srt/utils/request_logger.py RequestLogger logs each request's text
+QUIET_RECORDS = ("Ignore import error when loading ", "Receive: obj=", "Finish: obj=")
+GENERIC_CLASS = {"cuda": "cuda_error", "nccl": "nccl_distributed"}
+MAX_SIGNALS = 200
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    key: str
+    message: str
+    rule_class: str
+    advice: str
+    source: str
+    kind: str
+
+
+@cache
+def catalog_entries() -> tuple[CatalogEntry, ...]:
+    data = json.loads(package_files(__package__).joinpath(CATALOG_NAME).read_text("utf-8"))
+    return tuple(
+        CatalogEntry(e["key"], e["message"], e["class"], e["advice"], e["source"], e["kind"])
+        for e in data["entries"]
+    )
+
+
+# the CUDA runtime's, cuBLAS's and cuDNN's error names: one literal each for the hot path,
+# the name itself looked up once a line holds one
+NAME_PREFIXES = ("cudaError", "CUBLAS_STATUS_", "CUDNN_STATUS_")
+NAMED = LazyPattern(r"\b(?:cudaError|CUBLAS_STATUS_|CUDNN_STATUS_)\w+")
+
+
+@cache
+def _catalog_index() -> tuple[tuple[str, ...], tuple[int, ...], dict[str, int]]:
+    """The catalog's searched keys with their entries, and its error names' entries."""
+    keys: list[str] = []
+    owners: list[int] = []
+    names: dict[str, int] = {}
+    for index, entry in enumerate(catalog_entries()):
+        if entry.key.startswith(NAME_PREFIXES) and entry.key.isidentifier():
+            names[entry.key] = index
+        else:
+            keys.append(entry.key)
+            owners.append(index)
+    return tuple(keys), tuple(owners), names
+
+
+def signal_literals() -> tuple[str, ...]:
+    """Every literal a failure signal holds: the fast path feeds the lines holding one."""
+    keys = _catalog_index()[0]
+    return (*DEATH_LITERALS, *ERROR_LITERALS, *GLOG_LITERALS, *NAME_PREFIXES, *keys)
+
+
+@cache
+def _automaton() -> tuple[object, tuple[str, ...], int, int]:
+    literals = signal_literals()
+    automaton = (
+        AhoCorasick(list(literals), implementation=Implementation.NoncontiguousNFA)
+        if AhoCorasick is not None
+        else None
+    )
+    first_key = len(literals) - len(_catalog_index()[0])
+    return automaton, literals, first_key, len(DEATH_LITERALS)
+
+
+def _found(text: str) -> list[int]:
+    automaton, literals, _, _ = _automaton()
+    if automaton is None:
+        return [i for i, lit in enumerate(literals) if lit in text]
+    return [i for i, _start, _end in automaton.find_matches_as_indexes(text)]  # type: ignore[attr-defined]
+
+
+def _catalog_hits(text: str, found: list[int], first_key: int) -> list[int]:
+    """The catalog entries a line holds: by a searched key, or by an error name."""
+    _, owners, names = _catalog_index()
+    hits = [owners[i - first_key] for i in found if i >= first_key]
+    if any(prefix in text for prefix in NAME_PREFIXES):
+        hits += [names[n] for n in NAMED.findall(text) if n in names]
+    return hits
+
+
+def signal_of(line: Line) -> FailureSignal | None:
+    """The failure a line shows, if any (kind: catalog, death, argparse, error, level)."""
+    text = line.text
+    found = _found(text)
+    if not found:
+        return None
+    _, _, first_key, deaths = _automaton()
+    if any(record in text for record in QUIET_RECORDS):
+        return None
+    if any(i < deaths for i in found) and _is_death(text):
+        return FailureSignal(line, "death")
+    if QUIET_LEVEL.search(text):
+        return None
+    keys = _catalog_hits(text, found, first_key)
+    if keys:
+        entries = catalog_entries()
+        best = max(keys, key=lambda i: len(entries[i].key))
+        return FailureSignal(line, "catalog", best)
+    body = line.body.strip()
+    if DEVICE_ASSERT.search(text):
+        return FailureSignal(line, "device_assert")
+    if ARGPARSE_ERROR.match(body):
+        return FailureSignal(line, "argparse")
+    if ERROR_LINE.search(body):
+        return FailureSignal(line, "error")
+    if "CUDA error" in text or "NCCL error" in text:
+        return FailureSignal(line, "cuda" if "CUDA error" in text else "nccl")
+    if LEVEL.search(text):
+        return FailureSignal(line, "level")
+    return None
+
+
+def _is_death(text: str) -> bool:
+    if DEATH.search(text.strip()):
+        return True
+    status = EXIT_STATUS.search(text)
+    return bool(status) and (status["code"] or status["code2"]) not in ("0", None)
+
+
+def note_signal(signals: list[FailureSignal], line: Line) -> None:
+    """Keep the signal a line shows (bounded)."""
+    if len(signals) < MAX_SIGNALS and (found := signal_of(line)) is not None:
+        signals.append(found)
