@@ -9,6 +9,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from analyzer.blame.fault_flags import fault_flags
+from analyzer.blame.features import traceback_flags
+from analyzer.blame.flags_shown import FlagsShown, shown_in_input, shown_in_lines
+from analyzer.blame.guarded_frames import possibly_set, with_evidence
+from analyzer.blame.link import (
+    canonical_flag,
+    exception_flags,
+    link,
+    reported_flags,
+    site_flags,
+)
 from analyzer.core.model import (
     Attempt,
     Finding,
@@ -26,16 +37,6 @@ from analyzer.engine import incident as incidents_stage
 from analyzer.engine.clients import PRIORITIES as CLIENT_PRIORITIES
 from analyzer.engine.correct import choose_command, propose, verify_incidents
 from analyzer.engine.fault_dump import with_fault_dump
-from analyzer.engine.fault_flags import fault_flags
-from analyzer.engine.flags_shown import FlagsShown, shown_in_input, shown_in_lines
-from analyzer.engine.guarded_frames import possibly_set, with_evidence
-from analyzer.engine.link import (
-    canonical_flag,
-    exception_flags,
-    link,
-    reported_flags,
-    site_flags,
-)
 from analyzer.engine.literal_scan import LiteralFinder, finder_for, scan_chunks
 from analyzer.engine.match import match_rules
 from analyzer.engine.redact import redact_report
@@ -50,7 +51,6 @@ from analyzer.engine.survival import (
 )
 from analyzer.rulebook.check_rules import CHECK_RULES
 from analyzer.rulebook.command_checks import check_command
-from analyzer.rulebook.features import traceback_flags
 from analyzer.rulebook.vocabulary import CATALOG_RULE_PREFIXES, Rule, all_triggers, load_rules
 from analyzer.sglang.catalog import FlagCatalog, all_catalogs, load_catalog
 from analyzer.sglang.releases import VersionChoice, by_messages, choose_for_text, choose_version
@@ -58,7 +58,7 @@ from analyzer.sglang.usage_text import catalog_for_usage
 from analyzer.transcripts.detect import FORMAT_NAMES, detect_kind, is_transcript_folder
 
 if TYPE_CHECKING:
-    from analyzer.engine.raise_sites import FoundSite
+    from analyzer.blame.raise_sites import FoundSite
     from analyzer.metrics.results import RunMetrics
 
 
@@ -249,7 +249,7 @@ def _fallback(
     if traceback is None or traceback.exception_line.number in (answered or ()):
         return None
     # imported here, as in _raise_site: a log without a traceback never loads an error catalog
-    from analyzer.engine.raise_sites import error_catalog_for, find_site_in_chain
+    from analyzer.blame.raise_sites import error_catalog_for, find_site_in_chain
     from analyzer.rulebook.frame_phases import log_phase, traceback_phase
 
     errors = error_catalog_for(context.catalog.version)
@@ -305,7 +305,7 @@ def _raise_site(match: Match, context: _Context) -> FoundSite | None:
     traceback = match.traceback
     if traceback is None:
         return None
-    from analyzer.engine.raise_sites import error_catalog_for, find_site
+    from analyzer.blame.raise_sites import error_catalog_for, find_site
 
     errors = error_catalog_for(context.catalog.version)
     if errors is None:

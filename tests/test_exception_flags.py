@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from analyzer.blame.link import exception_flags
 from analyzer.core.model import Line, Traceback
-from analyzer.engine.link import exception_flags
 from analyzer.pipeline import Options, analyze
 from analyzer.sglang.catalog import load_catalog
 from analyzer.sglang.launch_command import parse_launch_command

@@ -260,7 +260,7 @@ def test_bad_values_never_raise():
 
 
 def _finding(rule_id: str, body: str):
-    from analyzer.engine.link import link
+    from analyzer.blame.link import link
 
     rule = RULES[rule_id]
     found = next(p.search(body) for p in rule.patterns if p.search(body))

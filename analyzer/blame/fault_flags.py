@@ -23,14 +23,14 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from analyzer.blame.features import frame_flags
+from analyzer.blame.guarded_frames import guarded_frames, input_release
 from analyzer.core.model import Frame, Traceback
-from analyzer.engine.guarded_frames import guarded_frames, input_release
-from analyzer.rulebook.features import frame_flags
 from analyzer.sglang.catalog import FlagCatalog
 from analyzer.sglang.code_paths import code_paths_for
 
 if TYPE_CHECKING:
-    from analyzer.engine.flags_shown import FlagsShown
+    from analyzer.blame.flags_shown import FlagsShown
     from analyzer.sglang.launch_command import LaunchCommand
 
 SGLANG_CODE = "sglang/srt/"
