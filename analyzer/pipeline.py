@@ -35,7 +35,6 @@ from analyzer.core.model import (
 from analyzer.core.read import TextInput, open_inputs
 from analyzer.engine import incident as incidents_stage
 from analyzer.engine.clients import PRIORITIES as CLIENT_PRIORITIES
-from analyzer.engine.correct import choose_command, propose, verify_incidents
 from analyzer.engine.fault_dump import with_fault_dump
 from analyzer.engine.literal_scan import LiteralFinder, finder_for, scan_chunks
 from analyzer.engine.match import match_rules
@@ -49,6 +48,7 @@ from analyzer.engine.survival import (
     signs_of_lines,
     watched,
 )
+from analyzer.repair.correct import choose_command, propose, verify_incidents
 from analyzer.rulebook.check_rules import CHECK_RULES
 from analyzer.rulebook.command_checks import check_command
 from analyzer.rulebook.vocabulary import CATALOG_RULE_PREFIXES, Rule, all_triggers, load_rules
@@ -266,7 +266,7 @@ def _fallback(
     )
     command = choice.command if choice else None
     if found is None and command is not None:
-        from analyzer.rulebook.predict import predicted_by_command, predicted_match
+        from analyzer.repair.predict import predicted_by_command, predicted_match
 
         if predicted := predicted_by_command(traceback, command, context.catalog):
             match = predicted_match(predicted, traceback)

@@ -264,8 +264,8 @@ def _check_group(rule: Rule) -> None:
 
 
 def _check_functions(rule: Rule) -> None:
+    from analyzer.repair import fix_registry as registry
     from analyzer.rulebook import logic as rulelogic
-    from analyzer.rulebook import registry
 
     if rule.logic and rule.logic not in rulelogic.LOGIC:
         raise ValueError(f"logic {rule.logic!r} is not a function in analyzer/rulebook/logic.py")

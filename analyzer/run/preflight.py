@@ -23,8 +23,8 @@ from pathlib import Path
 from analyzer.core.model import Edit
 from analyzer.engine.redact import redact_text
 from analyzer.formats.terminal import CONTROL
-from analyzer.rulebook.fixes import FixPlan
-from analyzer.rulebook.predict import flag_problems, speculative_problems, typed_values
+from analyzer.repair.fixes import FixPlan
+from analyzer.repair.predict import flag_problems, speculative_problems, typed_values
 from analyzer.sglang.catalog import FlagCatalog
 from analyzer.sglang.catalog_check import validate
 from analyzer.sglang.launch_command import LaunchCommand, parse_launch_command

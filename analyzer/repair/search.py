@@ -18,10 +18,10 @@ import difflib
 from dataclasses import dataclass, field
 
 from analyzer.core.model import Edit, Finding
+from analyzer.repair.conditions import CommandValues, Unknown, site_fails
+from analyzer.repair.fixes import FixPlan
+from analyzer.repair.predict import Predicted, predict
 from analyzer.rulebook.command_checks import check_command
-from analyzer.rulebook.conditions import CommandValues, Unknown, site_fails
-from analyzer.rulebook.fixes import FixPlan
-from analyzer.rulebook.predict import Predicted, predict
 from analyzer.sglang.catalog import FlagCatalog, FlagSpec
 from analyzer.sglang.error_catalog import (
     ErrorCatalog,

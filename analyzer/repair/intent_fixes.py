@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from analyzer.core.lazy_pattern import LazyPattern
 from analyzer.core.model import Edit, Finding
-from analyzer.rulebook.fixes import FixContext, FixPlan
+from analyzer.repair.fixes import FixContext, FixPlan
 
 BRACES = LazyPattern(r"^(?P<pre>[^{]*)\{(?P<alts>[^}]+)\}(?P<post>[^=\s]*)(?:=(?P<value>\S+))?$")
 PLACEHOLDER = LazyPattern(r"^(?P<flag>--[\w-]+)\s+<[\w-]+>$")

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from analyzer.core.model import Edit, Finding, Line, Match, Traceback
-from analyzer.rulebook.conditions import failing_sites
-from analyzer.rulebook.fixes import FixContext, FixPlan, late_choices
-from analyzer.rulebook.registry import FIXES
+from analyzer.repair.conditions import failing_sites
+from analyzer.repair.fix_registry import FIXES
+from analyzer.repair.fixes import FixContext, FixPlan, late_choices
 from analyzer.sglang.catalog import FlagCatalog, FlagSpec
 from analyzer.sglang.error_catalog import ErrorCatalog, ErrorSite
 from analyzer.sglang.launch_command import LaunchCommand

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from analyzer.core.lazy_pattern import LazyPattern
 from analyzer.core.model import Edit, Finding
-from analyzer.rulebook.fixes import FixContext, FixPlan, int_value, speculative_values
+from analyzer.repair.fixes import FixContext, FixPlan, int_value, speculative_values
 
 # --mem-fraction-static: a share of the GPU's memory; 0.95 leaves the least room SGLang's own
 # reservations (activations, CUDA graphs: arg_groups/memory_hook.py) are sized from
