@@ -9,17 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from analyzer.blame.fault_flags import fault_flags
-from analyzer.blame.features import traceback_flags
+from analyzer.blame.attribute import attribute, raise_site, unexplained_site
 from analyzer.blame.flags_shown import FlagsShown, shown_in_input, shown_in_lines
-from analyzer.blame.guarded_frames import possibly_set, with_evidence
-from analyzer.blame.link import (
-    canonical_flag,
-    exception_flags,
-    link,
-    reported_flags,
-    site_flags,
-)
+from analyzer.blame.link import link
 from analyzer.core.model import (
     Attempt,
     Finding,
@@ -58,7 +50,6 @@ from analyzer.sglang.usage_text import catalog_for_usage
 from analyzer.transcripts.detect import FORMAT_NAMES, detect_kind, is_transcript_folder
 
 if TYPE_CHECKING:
-    from analyzer.blame.raise_sites import FoundSite
     from analyzer.metrics.results import RunMetrics
 
 
@@ -248,14 +239,9 @@ def _fallback(
     traceback = unexplained[-1] if death is None else death_cause(log, death, signs)
     if traceback is None or traceback.exception_line.number in (answered or ()):
         return None
-    # imported here, as in _raise_site: a log without a traceback never loads an error catalog
-    from analyzer.blame.raise_sites import error_catalog_for, find_site_in_chain
     from analyzer.rulebook.frame_phases import log_phase, traceback_phase
 
-    errors = error_catalog_for(context.catalog.version)
-    found = find_site_in_chain(traceback, errors) if errors else None
-    if found is not None and context.named_release:
-        found = replace(found, release=context.named_release)
+    found = unexplained_site(traceback, context.catalog.version, context.named_release)
     line = traceback.exception_line
     choice = choose_command(
         context.options.command,
@@ -272,50 +258,21 @@ def _fallback(
             match = predicted_match(predicted, traceback)
             rule = context.by_id[match.rule_id]
             return _incident(link(match, rule, context.catalog), rule, log, context, launch)
-    named = exception_flags(traceback, context.catalog, command)
-    # the flags whose code path failed, set by the user (engine/fault_flags.py)
-    faulty = fault_flags(traceback, context.catalog, command, shown=context.shown)
+    blame = attribute(None, traceback, command, context.catalog, context.shown, found)
     if found is None:
-        ran = traceback_flags(traceback, possibly_set(command, context.catalog))
-        flags = list(dict.fromkeys([*named, *faulty, *ran]))
         incident = incidents_stage.fallback_incident(
             log,
             traceback,
-            flags=reported_flags(flags, context.catalog),
+            flags=blame.flags,
             phase=traceback_phase(traceback) or log_phase(traceback, log),
             death=death,
         )
     else:
-        flags = site_flags(found.site, context.catalog, command)
-        flags += [f for f in faulty if f not in flags]
-        ran = traceback_flags(traceback, possibly_set(command, context.catalog))
-        flags += [f for f in ran if f not in flags]
-        flags += [f for f in named if f not in flags]
         incident = incidents_stage.fallback_incident(
-            log, traceback, found, reported_flags(flags, context.catalog), death=death
+            log, traceback, found, blame.flags, death=death
         )
-    incident.explanation = with_evidence(
-        incident.explanation, faulty, traceback, context.catalog, command, context.shown
-    )
+    incident.explanation = blame.reasons(incident.explanation)
     return incident
-
-
-def _raise_site(match: Match, context: _Context) -> FoundSite | None:
-    """The SGLang site that raised the exception a traceback rule matched."""
-    traceback = match.traceback
-    if traceback is None:
-        return None
-    from analyzer.blame.raise_sites import error_catalog_for, find_site
-
-    errors = error_catalog_for(context.catalog.version)
-    if errors is None:
-        return None
-    parts = (traceback, *traceback.chain)
-    part = next((p for p in parts if p.exception_line == match.line), traceback)
-    found = find_site(part, errors)
-    if found is not None and context.named_release:
-        found = replace(found, release=context.named_release)
-    return found
 
 
 def _traceback_of(match: Match, log: ScannedLog) -> Traceback | None:
@@ -359,28 +316,21 @@ def _incident(
     )
     proposal = propose(finding, rule, choice, context.catalog, log.server_args)
     traceback = _traceback_of(match, log)
-    # the flags the message names, then those whose code path failed that the user set,
-    # then the rule's own (often its advice: --disable-cuda-graph for any capture failure)
-    fixed = {canonical_flag(f, context.catalog) for f in rule.flags}
     command = choice.command if choice else None
-    code_paths = rule.generic or not rule.flags
-    faulty = fault_flags(traceback, context.catalog, command, code_paths, context.shown)
-    flags = [f for f in finding.flags if f not in fixed]
-    flags += [f for f in faulty if f not in flags]
-    flags += [f for f in (*finding.flags, *proposal.flags) if f not in flags]
-    # the features the traceback ran through or names (analyzer/catalogs/features.toml)
-    ran = traceback_flags(traceback, possibly_set(command, context.catalog))
-    flags.extend(f for f in ran if f not in flags)
-    # the flags its exception message spells (an option, a field, a field in prose)
-    named = exception_flags(traceback, context.catalog, choice.command if choice else None)
-    flags.extend(f for f in named if f not in flags)
-    explanation = with_evidence(
-        finding.explanation, faulty, traceback, context.catalog, command, context.shown
+    found = raise_site(match, context.catalog.version, context.named_release)
+    blame = attribute(
+        finding,
+        traceback,
+        command,
+        context.catalog,
+        context.shown,
+        found,
+        rule.flags,
+        proposal.flags,
+        code_paths=rule.generic or not rule.flags,
     )
-    found = _raise_site(match, context)
+    explanation = blame.reasons(finding.explanation)
     if found is not None:
-        blamed = site_flags(found.site, context.catalog, choice.command if choice else None)
-        flags.extend(f for f in blamed if f not in flags)
         explanation = f"{explanation} {found.sentence()}".strip()
     family = found.family if found is not None and rule.generic else None
     # the catch-all crash raised inside a phase that classes anything raised there
@@ -406,7 +356,7 @@ def _incident(
         ranks=list(match.ranks),
         evidence=list(match.evidence),
         span=match.span,
-        offending_flags=reported_flags(flags, context.catalog),
+        offending_flags=blame.flags,
         explanation=explanation,
         advice=[*proposal.notes, *(family.advice if family else finding.advice)],
         command=choice.command.render() if choice else None,
