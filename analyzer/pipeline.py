@@ -25,7 +25,6 @@ from analyzer.core.model import (
     severity_rank,
 )
 from analyzer.core.read import TextInput, open_inputs
-from analyzer.engine import incident as incidents_stage
 from analyzer.engine.clients import PRIORITIES as CLIENT_PRIORITIES
 from analyzer.engine.fault_dump import with_fault_dump
 from analyzer.engine.literal_scan import LiteralFinder, finder_for, scan_chunks
@@ -40,6 +39,7 @@ from analyzer.engine.survival import (
     signs_of_lines,
     watched,
 )
+from analyzer.incidents import collate as incidents_stage
 from analyzer.repair.correct import choose_command, propose, verify_incidents
 from analyzer.rulebook.check_rules import CHECK_RULES
 from analyzer.rulebook.command_checks import check_command
