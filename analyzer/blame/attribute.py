@@ -15,9 +15,9 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from analyzer.blame.fault_flags import fault_flags
-from analyzer.blame.features import traceback_flags
 from analyzer.blame.guarded_frames import possibly_set, with_evidence
 from analyzer.blame.link import canonical_flag, exception_flags, reported_flags, site_flags
+from analyzer.sglang.features import traceback_flags
 
 if TYPE_CHECKING:
     from analyzer.blame.flags_shown import FlagsShown

@@ -23,11 +23,11 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from analyzer.blame.features import frame_flags
 from analyzer.blame.guarded_frames import guarded_frames, input_release
 from analyzer.core.model import Frame, Traceback
 from analyzer.sglang.catalog import FlagCatalog
 from analyzer.sglang.code_paths import code_paths_for
+from analyzer.sglang.features import frame_flags
 
 if TYPE_CHECKING:
     from analyzer.blame.flags_shown import FlagsShown

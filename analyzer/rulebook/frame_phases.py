@@ -15,11 +15,11 @@ from fnmatch import fnmatchcase
 from functools import cache
 from typing import Any
 
-from analyzer.blame.features import feature_phase
 from analyzer.core.model import Frame, ScannedLog, Traceback
 from analyzer.core.toml_data import TomlError, shipped_toml
 from analyzer.rulebook.raise_site_rules import glob_path, string_list
 from analyzer.rulebook.vocabulary import PHASE_RULE_PREFIX, RuleError
+from analyzer.sglang.features import feature_phase
 from analyzer.sglang.releases import package_path
 
 PHASES_PACKAGE, PHASES_FILE = "analyzer.catalogs", "frame_phases.toml"
