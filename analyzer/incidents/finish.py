@@ -4,25 +4,20 @@ redundant ones dropped, per input and per attempt of a session."""
 from __future__ import annotations
 
 from analyzer.core.model import Incident, InputSummary, Line, Report
-from analyzer.engine.clients import PRIORITIES as CLIENT_PRIORITIES
 from analyzer.incidents import collate
 from analyzer.incidents.assemble import is_warning
 from analyzer.incidents.context import Context
-from analyzer.rulebook.check_rules import CHECK_RULES
-from analyzer.rulebook.vocabulary import CATALOG_RULE_PREFIXES, Rule
+from analyzer.incidents.finding_registry import priorities as priority_order
+from analyzer.rulebook.vocabulary import CATALOG_RULE_PREFIXES
 
 
 def finish(
     found: list[Incident], summaries: list[InputSummary], last_lines: list[Line], context: Context
 ) -> Report:
     alone = {r.id for r in context.rules if r.alone}
-    priorities = {r.id: r.priority for r in [*context.rules, *CHECK_RULES.values()]}
-    priorities.update(CLIENT_PRIORITIES)
-    priorities.update(_family_priorities(found, context.rules))
-    if any(s.kind.startswith("transcript") for s in summaries):
-        from analyzer.transcripts.diagnose import PRIORITIES as SESSION_PRIORITIES
-
-        priorities.update(SESSION_PRIORITIES)
+    transcripts = any(s.kind.startswith("transcript") for s in summaries)
+    catalogs = any(i.rule.startswith(CATALOG_RULE_PREFIXES) for i in found)
+    priorities = priority_order(context.rules, transcripts, catalogs)
     merged = collate.per_attempt(found, collate.merge_ranks, by_ref=False)
     ordered = collate.order(merged, priorities, [s.path for s in summaries])
     # a session's attempts in order; within one, warnings after the failures
@@ -32,16 +27,6 @@ def finish(
     return collate.build_report(
         summaries, ordered, last_lines, warnings, _report_catalog(ordered, summaries, context)
     )
-
-
-def _family_priorities(incidents: list[Incident], rules: list[Rule]) -> dict[str, int]:
-    """A raise-site family or a frame phase classifies what no hand rule explains: its
-    incidents rank with the generic rule that found them, below every rule that matched the
-    same error."""
-    generic = min((r.priority for r in rules if r.generic), default=None)
-    if generic is None:
-        return {}
-    return {i.rule: generic for i in incidents if i.rule.startswith(CATALOG_RULE_PREFIXES)}
 
 
 def _report_catalog(
