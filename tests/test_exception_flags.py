@@ -1,4 +1,4 @@
-"""Flags an exception message spells (analyzer/engine/link.py exception_flags): an option,
+"""Flags an exception message spells (analyzer/blame/link.py exception_flags): an option,
 a ServerArgs field, a field in prose; on every incident a traceback gives, the unknown one
 and a cut traceback's too. Messages are SGLang 0.5.23's as its source writes them."""
 

@@ -1,5 +1,5 @@
 """Raise sites: from an exception to the SGLang statement that raised it, its family's
-class, the condition quoted and the flags it reads (analyzer/engine/raise_sites.py)."""
+class, the condition quoted and the flags it reads (analyzer/blame/raise_sites.py)."""
 
 from __future__ import annotations
 

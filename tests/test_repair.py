@@ -1,4 +1,4 @@
-"""The repair search (analyzer/engine/repair.py), its predictions (analyzer/rulebook/predict.py,
+"""The repair search (analyzer/repair/search.py), its predictions (analyzer/repair/predict.py,
 conditions.py) and batch verification: a corrected command survives every later check."""
 
 from __future__ import annotations

@@ -12,9 +12,9 @@ default is no one's choice, with one exception: a `NoneType` error on a statemen
 reads a setting left at its `None` default names the flag that is missing.
 
 Without a command the log's own lines may say which settings were on: a line SGLang logs
-only when a flag is set (engine/flags_shown.py) counts as the command setting it. Without
+only when a flag is set (blame/flags_shown.py) counts as the command setting it. Without
 such a line either, only the missing flag is told, and the flags of code SGLang runs only
-with them set that the traceback ran through (engine/guarded_frames.py; with a command,
+with them set that the traceback ran through (blame/guarded_frames.py; with a command,
 those the command sets so).
 """
 
@@ -74,7 +74,7 @@ def fault_flags(
     else:
         given = set()
     found = [f for part in parts for f in _missing(part, catalog, given)]
-    # code SGLang runs only with a flag set (engine/guarded_frames.py)
+    # code SGLang runs only with a flag set (blame/guarded_frames.py)
     release = input_release(shown, catalog)
     found += [g.flag for g in guarded_frames(traceback, catalog, command, release)]
     if not given:

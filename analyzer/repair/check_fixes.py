@@ -1,7 +1,7 @@
 """Fixes read from the check SGLang failed: memory, speculative draft shapes, backends.
 
 Each follows what SGLang's own code or message asks for (the docstrings cite the file and
-function of SGLang 0.5.23); analyzer/engine/correct.py applies and validates the edits.
+function of SGLang 0.5.23); analyzer/repair/correct.py applies and validates the edits.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 The rules for SGLang's adjustment, deprecation and "has no effect" warnings name these with
 `fix = "..."`; the launch-command checks (analyzer/rulebook/command_checks.py) carry their edits in
-the Finding and use `apply_check_edits`. Same contract as analyzer/rulebook/fixes.py: each function
-gets the Finding and a FixContext and only proposes; analyzer/engine/correct.py applies and validates.
+the Finding and use `apply_check_edits`. Same contract as analyzer/repair/fixes.py: each function
+gets the Finding and a FixContext and only proposes; analyzer/repair/correct.py applies and validates.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ argparse says them so the same fixes parse them), the speculative settings resol
 needs (the algorithm's spelling, the steps/topk/draft-tokens trio), and the error
 catalog's raise/assert sites whose condition reads only flags the command sets
 (`conditions.py`). Pre-flight (`loganalyze run`) and the repair search
-(analyzer/engine/repair.py) both ask this module.
+(analyzer/repair/search.py) both ask this module.
 """
 
 from __future__ import annotations

@@ -270,7 +270,7 @@ def _check_functions(rule: Rule) -> None:
     if rule.logic and rule.logic not in rulelogic.LOGIC:
         raise ValueError(f"logic {rule.logic!r} is not a function in analyzer/rulebook/logic.py")
     if rule.fix and rule.fix not in registry.FIXES:
-        raise ValueError(f"fix {rule.fix!r} is not a fix function (analyzer/rulebook/registry.py)")
+        raise ValueError(f"fix {rule.fix!r} is not a fix function (analyzer/repair/fix_registry.py)")
 
 
 def _check_choice(key: str, value: Any, allowed: tuple[str, ...]) -> None:
