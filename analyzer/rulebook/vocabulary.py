@@ -144,7 +144,7 @@ def _shipped_rules() -> list[Rule]:
     code = [
         here,
         here.with_name("logic.py"),
-        here.with_name("registry.py"),
+        here.parent.parent / "repair" / "fix_registry.py",  # the fix names a rule may give
         Path(lazy_pattern.__file__),
     ]
     return cached(
