@@ -29,9 +29,11 @@ One file per rule. The vocabulary (documented in rules/README.md):
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import regex
 
@@ -122,6 +124,29 @@ class Rule:
     # no edit of the launch command fixes it (the install, the network, the checkpoint)
     outside_command: bool = False
     cases: tuple[RuleCase, ...] = field(default=(), compare=False)
+
+
+T = TypeVar("T")
+
+
+def catalog_entries(
+    package: str, name: str, table: str, build: Callable[[dict[str, Any]], T]
+) -> tuple[T, ...]:
+    """The `[[table]]` entries of a shipped catalog of rule data (the raise-site families of
+    catalogs/raise_sites.toml, the frame phases of frame_phases.toml), each built, in file
+    order (raises RuleError naming the file, the entry and what is wrong)."""
+    path = f"analyzer/catalogs/{name}"
+    try:
+        data = toml_data.shipped_toml(package, name)
+    except toml_data.TomlError as exc:
+        raise RuleError(f"{path}: not valid TOML ({exc})") from None
+    entries = []
+    for entry in data.get(table, []):
+        try:
+            entries.append(build(entry))
+        except (KeyError, TypeError, ValueError, re.error) as exc:
+            raise RuleError(f"{path}: {table} {entry.get('id', '<no id>')}: {exc}") from None
+    return tuple(entries)
 
 
 def load_rules(extra_dirs: list[str] | None = None) -> list[Rule]:
