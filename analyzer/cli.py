@@ -408,15 +408,15 @@ def list_rules(
     ] = False,
     rules: Annotated[list[str] | None, typer.Option("--rules", help="Extra rule folder.")] = None,
 ) -> None:
-    """List every rule: id, class, severity, and what it detects."""
-    from analyzer.rulebook.docs import rules_markdown, rules_text
+    """List everything the tool can report: each rule's id, class, severity and doc, then
+    the command checks, fallbacks, raise-site families, frame phases and session findings."""
+    from analyzer.incidents.finding_registry import listing
     from analyzer.rulebook.vocabulary import load_rules
 
     try:
-        loaded = load_rules(rules or [])
+        sys.stdout.write(listing(load_rules(rules or []), markdown))
     except RuleError as exc:
         raise fail(str(exc)) from None
-    sys.stdout.write(rules_markdown(loaded) if markdown else rules_text(loaded))
 
 
 @app.command("run", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from analyzer.rulebook.fixes import foreign_flags, replacement_for
+from analyzer.repair.fixes import foreign_flags, replacement_for
 from analyzer.sglang.catalog import CatalogError, load_catalog, shipped_versions
 
 CATALOG = load_catalog("0.5.23")

@@ -1,4 +1,4 @@
-"""Corrected commands read from the check SGLang failed (analyzer/rulebook/check_fixes.py), the
+"""Corrected commands read from the check SGLang failed (analyzer/repair/check_fixes.py), the
 context-length prediction (predict.py context_problems) and rules whose fix is no command edit.
 
 Tests marked `sglang` run the given and the corrected command through real SGLang

@@ -101,7 +101,7 @@ def test_unknown_flag_without_a_close_match_is_dropped_not_renamed(tmp_path):
     ],
 )
 def test_a_rename_keeps_every_word_or_adds_and_drops_only(typed, meant):
-    from analyzer.rulebook.fixes import replacement_for
+    from analyzer.repair.fixes import replacement_for
     from analyzer.sglang.catalog import load_catalog
 
     assert replacement_for(typed, load_catalog("0.5.23"))[0] == meant

@@ -1,4 +1,4 @@
-"""Flags an exception message spells (analyzer/engine/link.py exception_flags): an option,
+"""Flags an exception message spells (analyzer/blame/link.py exception_flags): an option,
 a ServerArgs field, a field in prose; on every incident a traceback gives, the unknown one
 and a cut traceback's too. Messages are SGLang 0.5.23's as its source writes them."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from analyzer.blame.link import exception_flags
 from analyzer.core.model import Line, Traceback
-from analyzer.engine.link import exception_flags
 from analyzer.pipeline import Options, analyze
 from analyzer.sglang.catalog import load_catalog
 from analyzer.sglang.launch_command import parse_launch_command

@@ -1,4 +1,4 @@
-"""The flags whose code path failed (analyzer/engine/fault_flags.py) and the code-path map
+"""The flags whose code path failed (analyzer/blame/fault_flags.py) and the code-path map
 they come from (analyzer/sglang/code_paths_build.py, catalogs/paths-VERSION.json). Frames
 and statements are SGLang's as its source writes them."""
 

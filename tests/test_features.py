@@ -10,15 +10,15 @@ import pytest
 
 from analyzer.core.model import Frame, Line, Traceback
 from analyzer.pipeline import analyze
-from analyzer.rulebook.features import (
+from analyzer.sglang.catalog import all_catalogs, load_catalog
+from analyzer.sglang.error_catalog import load_error_catalog, shipped_error_versions
+from analyzer.sglang.features import (
     feature_phase,
     features,
     frame_flags,
     phrase_flags,
     traceback_flags,
 )
-from analyzer.sglang.catalog import all_catalogs, load_catalog
-from analyzer.sglang.error_catalog import load_error_catalog, shipped_error_versions
 from analyzer.sglang.flag_history import shipped_history
 from analyzer.sglang.guarded_code import guarded_code_for, shipped_guarded_versions
 

@@ -1,6 +1,6 @@
 """Flag-on lines (analyzer/sglang/flag_lines_build.py, catalogs/flaglines-VERSION.json): the
 messages SGLang logs only when a flag is set, and what a log holding one tells fault_flags
-when no launch command is known (analyzer/engine/flags_shown.py)."""
+when no launch command is known (analyzer/blame/flags_shown.py)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Frames as evidence of a flag (analyzer/sglang/guarded_code_build.py, catalogs/
-guarded-VERSION.json, analyzer/engine/guarded_frames.py): code SGLang runs only when a flag is
+guarded-VERSION.json, analyzer/blame/guarded_frames.py): code SGLang runs only when a flag is
 set, and a traceback through it naming that flag unless the shown command leaves it off."""
 
 from __future__ import annotations

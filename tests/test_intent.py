@@ -14,15 +14,15 @@ import pytest
 import tomllib
 
 from analyzer.core.model import InputSummary, Line, Match
-from analyzer.engine.correct import CommandChoice, propose
 from analyzer.engine.scan import scan_lines
 from analyzer.formats.json_report import render_json
 from analyzer.pipeline import Options, analyze
+from analyzer.repair.correct import CommandChoice, propose
+from analyzer.repair.fix_registry import FIXES
+from analyzer.repair.fixes import FixContext
+from analyzer.repair.intent_fixes import attention_dp_plan, replace_deprecated
 from analyzer.rulebook.check_rules import CHECK_RULES
 from analyzer.rulebook.command_checks import check_command
-from analyzer.rulebook.fixes import FixContext
-from analyzer.rulebook.intent_fixes import attention_dp_plan, replace_deprecated
-from analyzer.rulebook.registry import FIXES
 from analyzer.rulebook.vocabulary import load_rules
 from analyzer.sglang.catalog import load_catalog
 from analyzer.sglang.catalog_check import validate
@@ -260,7 +260,7 @@ def test_bad_values_never_raise():
 
 
 def _finding(rule_id: str, body: str):
-    from analyzer.engine.link import link
+    from analyzer.blame.link import link
 
     rule = RULES[rule_id]
     found = next(p.search(body) for p in rule.patterns if p.search(body))

@@ -1,5 +1,5 @@
 """Raise sites: from an exception to the SGLang statement that raised it, its family's
-class, the condition quoted and the flags it reads (analyzer/engine/raise_sites.py)."""
+class, the condition quoted and the flags it reads (analyzer/blame/raise_sites.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from analyzer.blame.raise_sites import find_site
 from analyzer.core.model import Frame, Line, Traceback
-from analyzer.engine.raise_sites import find_site
 from analyzer.pipeline import Options, analyze
 from analyzer.rulebook.raise_site_rules import family_of, site_families
 from analyzer.rulebook.vocabulary import compile_patterns, load_rules

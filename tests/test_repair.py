@@ -1,4 +1,4 @@
-"""The repair search (analyzer/engine/repair.py), its predictions (analyzer/rulebook/predict.py,
+"""The repair search (analyzer/repair/search.py), its predictions (analyzer/repair/predict.py,
 conditions.py) and batch verification: a corrected command survives every later check."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import pytest
 import tomllib
 
 from analyzer.core.model import Edit, Finding, Frame, Line, Match, Traceback
-from analyzer.engine.repair import failing_site, search
 from analyzer.pipeline import Options, analyze
-from analyzer.rulebook.fixes import FixPlan
-from analyzer.rulebook.predict import predict
+from analyzer.repair.fixes import FixPlan
+from analyzer.repair.predict import predict
+from analyzer.repair.search import failing_site, search
 from analyzer.sglang.catalog import load_catalog
 from analyzer.sglang.error_catalog import load_error_catalog
 from analyzer.sglang.launch_command import parse_launch_command
@@ -170,7 +170,7 @@ def test_json_alternatives_are_clean_commands_too():
         assert _messages(alternative.command) == []
 
 
-REPAIR_MODULES = ("analyzer.engine.repair", "analyzer.sglang.error_catalog")
+REPAIR_MODULES = ("analyzer.repair.search", "analyzer.sglang.error_catalog")
 
 
 def test_the_repair_search_loads_only_for_a_command_to_repair():

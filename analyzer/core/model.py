@@ -260,7 +260,7 @@ class Incident:
     # set when asked (--verify): what the installed SGLang said about corrected_command
     verification: Verification | None = None
     raise_site: RaiseSite | None = None
-    # other clean corrected commands, next best first (analyzer/engine/repair.py)
+    # other clean corrected commands, next best first (analyzer/repair/search.py)
     alternatives: list[Alternative] = field(default_factory=list)
     # the rule's data says no launch-flag edit fixes it (the install, the network, memory
     # other processes hold): no corrected command is expected

@@ -25,7 +25,6 @@ from analyzer.core.model import Frame, Incident, Line, Traceback
 CLIENT_RULE = "client-error"
 REFUSED_RULE = "request-refused"
 # a client's findings come after every server incident of the same input or attempt
-PRIORITIES = {CLIENT_RULE: 0, REFUSED_RULE: 0}
 # a traceback is the server's when one of its frames runs server code
 SERVER_CODE = ("sglang/srt/", "sglang/launch_server.py", "sglang/cli/")
 # SGLang's HTTP clients: their failures are the benchmark's, not the server's

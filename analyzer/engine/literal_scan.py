@@ -40,7 +40,6 @@ try:
 except ImportError:  # pragma: no cover - the dependency is declared; this is a safety net
     BytesAhoCorasick = None
 
-NEWLINE = 10
 LONG_LINE_WINDOW = MAX_LINE_BYTES // 2
 
 

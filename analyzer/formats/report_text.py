@@ -115,9 +115,3 @@ def shows_tail(report: Report) -> bool:
     return not report.incidents or any(
         i.rule_class in ("unknown", "silent_death") for i in report.incidents
     )
-
-
-def input_names(report: Report, limit: int = 20) -> str:
-    names = [s.path for s in report.inputs[:limit]]
-    more = len(report.inputs) - limit
-    return ", ".join(names) + (f" and {more} more" if more > 0 else "") if names else "no input"

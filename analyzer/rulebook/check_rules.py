@@ -13,8 +13,8 @@ import regex
 
 from analyzer.core.lazy_pattern import LazyPattern
 from analyzer.core.model import Edit, Finding, Line, Match, ScannedLog
-from analyzer.rulebook.fixes import FixContext
-from analyzer.rulebook.intent_fixes import resolved_value, typed_value
+from analyzer.repair.fixes import FixContext
+from analyzer.repair.intent_fixes import resolved_value, typed_value
 from analyzer.rulebook.vocabulary import Rule, RuleDoc
 from analyzer.sglang.catalog import FlagCatalog
 from analyzer.sglang.launch_command import Argument, LaunchCommand, find_launch_command

@@ -8,6 +8,7 @@ from pathlib import Path
 from analyzer.core import bounded_json
 from analyzer.core.lazy_pattern import LazyPattern
 from analyzer.core.model import Edit, Finding, Line
+from analyzer.repair.intent_fixes import resolved_value
 from analyzer.rulebook.check_rules import (
     ACCEPT_LEN,
     CheckInputs,
@@ -17,7 +18,6 @@ from analyzer.rulebook.check_rules import (
     log_says,
     mean_accept,
 )
-from analyzer.rulebook.intent_fixes import resolved_value
 
 ARCHITECTURE = LazyPattern(r"\btype=(?P<arch>\w+)")
 # At 1.00 no draft token is ever accepted; a working EAGLE draft gives 2-4.

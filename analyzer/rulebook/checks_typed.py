@@ -6,6 +6,8 @@ from __future__ import annotations
 import regex
 
 from analyzer.core.model import Edit, Finding
+from analyzer.repair.fixes import late_choices
+from analyzer.repair.intent_fixes import attention_dp_plan, resolved_value
 from analyzer.rulebook.check_rules import (
     CheckInputs,
     finding,
@@ -13,8 +15,6 @@ from analyzer.rulebook.check_rules import (
     int_or_zero,
     log_says,
 )
-from analyzer.rulebook.fixes import late_choices
-from analyzer.rulebook.intent_fixes import attention_dp_plan, resolved_value
 
 SI_SUFFIX = regex.compile(r"^(?P<number>\d+)(?P<suffix>[kMG])$")
 BINARY = {"k": 2**10, "M": 2**20, "G": 2**30}

@@ -16,10 +16,9 @@ from functools import cache
 from typing import Any
 
 from analyzer.core.model import Frame, ScannedLog, Traceback
-from analyzer.core.toml_data import TomlError, shipped_toml
-from analyzer.rulebook.features import feature_phase
 from analyzer.rulebook.raise_site_rules import glob_path, string_list
-from analyzer.rulebook.vocabulary import PHASE_RULE_PREFIX, RuleError
+from analyzer.rulebook.vocabulary import PHASE_RULE_PREFIX, catalog_entries
+from analyzer.sglang.features import feature_phase
 from analyzer.sglang.releases import package_path
 
 PHASES_PACKAGE, PHASES_FILE = "analyzer.catalogs", "frame_phases.toml"
@@ -107,18 +106,7 @@ class PhaseFound:
 @cache
 def frame_phases() -> tuple[FramePhase, ...]:
     """The shipped phases (raises RuleError when the file is malformed)."""
-    path = f"analyzer/catalogs/{PHASES_FILE}"
-    try:
-        data = shipped_toml(PHASES_PACKAGE, PHASES_FILE)
-    except TomlError as exc:
-        raise RuleError(f"{path}: not valid TOML ({exc})") from None
-    phases = []
-    for entry in data.get("phase", []):
-        try:
-            phases.append(_phase(entry))
-        except (KeyError, TypeError, ValueError, re.error) as exc:
-            raise RuleError(f"{path}: phase {entry.get('id', '<no id>')}: {exc}") from None
-    return tuple(phases)
+    return catalog_entries(PHASES_PACKAGE, PHASES_FILE, "phase", _phase)
 
 
 def phase_of(frames: tuple[Frame, ...]) -> PhaseFound | None:

@@ -12,10 +12,10 @@ from collections.abc import Callable
 
 from analyzer.core.lazy_pattern import LazyPattern
 from analyzer.core.model import Match, ScannedLog
-from analyzer.rulebook.features import frame_flags, named_features
 from analyzer.rulebook.log_evidence import first_report, import_time
 from analyzer.rulebook.refused_calls import dependency_call, own_call, sglang_call
 from analyzer.sglang.dependency_names import guarded_import_packages
+from analyzer.sglang.features import frame_flags, named_features
 from analyzer.sglang.flag_history import shipped_history
 
 SHAPE_PAIR = LazyPattern(

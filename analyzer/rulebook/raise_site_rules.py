@@ -16,8 +16,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from analyzer.core.model import SEVERITIES
-from analyzer.core.toml_data import TomlError, shipped_toml
-from analyzer.rulebook.vocabulary import FAMILY_RULE_PREFIX, RuleError
+from analyzer.rulebook.vocabulary import FAMILY_RULE_PREFIX, catalog_entries
 
 if TYPE_CHECKING:
     from analyzer.sglang.error_catalog import ErrorSite
@@ -76,18 +75,7 @@ def glob_path(path: str, pattern: str) -> bool:
 @cache
 def site_families() -> tuple[SiteFamily, ...]:
     """The shipped families, in the order they are tried (raises RuleError when malformed)."""
-    path = f"analyzer/catalogs/{FAMILIES_FILE}"
-    try:
-        data = shipped_toml(FAMILIES_PACKAGE, FAMILIES_FILE)
-    except TomlError as exc:
-        raise RuleError(f"{path}: not valid TOML ({exc})") from None
-    families = []
-    for entry in data.get("family", []):
-        try:
-            families.append(_family(entry))
-        except (KeyError, TypeError, ValueError, re.error) as exc:
-            raise RuleError(f"{path}: family {entry.get('id', '<no id>')}: {exc}") from None
-    return tuple(families)
+    return catalog_entries(FAMILIES_PACKAGE, FAMILIES_FILE, "family", _family)
 
 
 def family_of(site: ErrorSite) -> SiteFamily | None:

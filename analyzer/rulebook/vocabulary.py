@@ -29,9 +29,11 @@ One file per rule. The vocabulary (documented in docs/rules.md):
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import regex
 
@@ -124,6 +126,29 @@ class Rule:
     cases: tuple[RuleCase, ...] = field(default=(), compare=False)
 
 
+T = TypeVar("T")
+
+
+def catalog_entries(
+    package: str, name: str, table: str, build: Callable[[dict[str, Any]], T]
+) -> tuple[T, ...]:
+    """The `[[table]]` entries of a shipped catalog of rule data (the raise-site families of
+    catalogs/raise_sites.toml, the frame phases of frame_phases.toml), each built, in file
+    order (raises RuleError naming the file, the entry and what is wrong)."""
+    path = f"analyzer/catalogs/{name}"
+    try:
+        data = toml_data.shipped_toml(package, name)
+    except toml_data.TomlError as exc:
+        raise RuleError(f"{path}: not valid TOML ({exc})") from None
+    entries = []
+    for entry in data.get(table, []):
+        try:
+            entries.append(build(entry))
+        except (KeyError, TypeError, ValueError, re.error) as exc:
+            raise RuleError(f"{path}: {table} {entry.get('id', '<no id>')}: {exc}") from None
+    return tuple(entries)
+
+
 def load_rules(extra_dirs: list[str] | None = None) -> list[Rule]:
     """The shipped rules plus any user rule folders; ids must be unique."""
     rules = list(_shipped_rules())
@@ -144,7 +169,7 @@ def _shipped_rules() -> list[Rule]:
     code = [
         here,
         here.with_name("logic.py"),
-        here.with_name("registry.py"),
+        here.parent.parent / "repair" / "fix_registry.py",  # the fix names a rule may give
         Path(lazy_pattern.__file__),
     ]
     return cached(
@@ -264,13 +289,13 @@ def _check_group(rule: Rule) -> None:
 
 
 def _check_functions(rule: Rule) -> None:
+    from analyzer.repair import fix_registry as registry
     from analyzer.rulebook import logic as rulelogic
-    from analyzer.rulebook import registry
 
     if rule.logic and rule.logic not in rulelogic.LOGIC:
         raise ValueError(f"logic {rule.logic!r} is not a function in analyzer/rulebook/logic.py")
     if rule.fix and rule.fix not in registry.FIXES:
-        raise ValueError(f"fix {rule.fix!r} is not a fix function (analyzer/rulebook/registry.py)")
+        raise ValueError(f"fix {rule.fix!r} is not a fix function (analyzer/repair/fix_registry.py)")
 
 
 def _check_choice(key: str, value: Any, allowed: tuple[str, ...]) -> None:

@@ -4,7 +4,7 @@ The costly failures are the slow ones: a flag typo that SGLang rejects only afte
 an incomplete speculative setting found in argument resolution, a model path that does not
 exist, GPUs that other processes already fill. Each check here predicts one of them in well
 under a second. Flag problems are phrased as SGLang's argparse would report them and go
-through the same fixes (analyzer/rulebook/fixes.py) as a post-mortem of the real error, so the
+through the same fixes (analyzer/repair/fixes.py) as a post-mortem of the real error, so the
 corrected command offered here is the one `loganalyze LOG` would offer after the crash.
 """
 
@@ -23,8 +23,8 @@ from pathlib import Path
 from analyzer.core.model import Edit
 from analyzer.engine.redact import redact_text
 from analyzer.formats.terminal import CONTROL
-from analyzer.rulebook.fixes import FixPlan
-from analyzer.rulebook.predict import flag_problems, speculative_problems, typed_values
+from analyzer.repair.fixes import FixPlan
+from analyzer.repair.predict import flag_problems, speculative_problems, typed_values
 from analyzer.sglang.catalog import FlagCatalog
 from analyzer.sglang.catalog_check import validate
 from analyzer.sglang.launch_command import LaunchCommand, parse_launch_command
@@ -106,7 +106,7 @@ def run_preflight(
     return result
 
 
-# ---- flags and speculative settings (analyzer/rulebook/predict.py) ------------------------
+# ---- flags and speculative settings (analyzer/repair/predict.py) ------------------------
 
 
 def _flag_plans(

@@ -1,6 +1,6 @@
 """The flag catalog's verdict on a whole launch command: what SGLang's parser would reject.
 
-Every corrected command passes this before it is shown (analyzer/engine/correct.py), and
+Every corrected command passes this before it is shown (analyzer/repair/correct.py), and
 `verify` falls back to it when SGLang itself is not installed.
 """
 

@@ -58,7 +58,7 @@ def unexplained_signal(
     and, with `notices`, a death or stall notice) leave unexplained. An SGLang raise site's
     message shown without its traceback is added to the log as that traceback and
     `classified` as any would be."""
-    from analyzer.engine.raise_sites import error_catalog_for
+    from analyzer.blame.raise_sites import error_catalog_for
 
     # a notice (a death, a stall) cites the lines around where the log ends: no explanation
     notices = notices or []

@@ -12,9 +12,9 @@ default is no one's choice, with one exception: a `NoneType` error on a statemen
 reads a setting left at its `None` default names the flag that is missing.
 
 Without a command the log's own lines may say which settings were on: a line SGLang logs
-only when a flag is set (engine/flags_shown.py) counts as the command setting it. Without
+only when a flag is set (blame/flags_shown.py) counts as the command setting it. Without
 such a line either, only the missing flag is told, and the flags of code SGLang runs only
-with them set that the traceback ran through (engine/guarded_frames.py; with a command,
+with them set that the traceback ran through (blame/guarded_frames.py; with a command,
 those the command sets so).
 """
 
@@ -23,14 +23,14 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from analyzer.blame.guarded_frames import guarded_frames, input_release
 from analyzer.core.model import Frame, Traceback
-from analyzer.engine.guarded_frames import guarded_frames, input_release
-from analyzer.rulebook.features import frame_flags
 from analyzer.sglang.catalog import FlagCatalog
 from analyzer.sglang.code_paths import code_paths_for
+from analyzer.sglang.features import frame_flags
 
 if TYPE_CHECKING:
-    from analyzer.engine.flags_shown import FlagsShown
+    from analyzer.blame.flags_shown import FlagsShown
     from analyzer.sglang.launch_command import LaunchCommand
 
 SGLANG_CODE = "sglang/srt/"
@@ -74,7 +74,7 @@ def fault_flags(
     else:
         given = set()
     found = [f for part in parts for f in _missing(part, catalog, given)]
-    # code SGLang runs only with a flag set (engine/guarded_frames.py)
+    # code SGLang runs only with a flag set (blame/guarded_frames.py)
     release = input_release(shown, catalog)
     found += [g.flag for g in guarded_frames(traceback, catalog, command, release)]
     if not given:

@@ -7,7 +7,7 @@ argparse says them so the same fixes parse them), the speculative settings resol
 needs (the algorithm's spelling, the steps/topk/draft-tokens trio), and the error
 catalog's raise/assert sites whose condition reads only flags the command sets
 (`conditions.py`). Pre-flight (`loganalyze run`) and the repair search
-(analyzer/engine/repair.py) both ask this module.
+(analyzer/repair/search.py) both ask this module.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from analyzer.core.model import Edit, Finding, Line, Match, Traceback
-from analyzer.rulebook.conditions import failing_sites
-from analyzer.rulebook.fixes import FixContext, FixPlan, late_choices
-from analyzer.rulebook.registry import FIXES
+from analyzer.repair.conditions import failing_sites
+from analyzer.repair.fix_registry import FIXES
+from analyzer.repair.fixes import FixContext, FixPlan, late_choices
 from analyzer.sglang.catalog import FlagCatalog, FlagSpec
 from analyzer.sglang.error_catalog import ErrorCatalog, ErrorSite
 from analyzer.sglang.launch_command import LaunchCommand

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from analyzer.core.model import Edit, Finding
-from analyzer.rulebook.fixes import FixContext, FixPlan, typed_argument
+from analyzer.repair.fixes import FixContext, FixPlan, typed_argument
 
 PATH_FLAGS = ("--model-path", "--speculative-draft-model-path", "--tokenizer-path")
 SIMILAR_PATH = 0.8

@@ -18,7 +18,7 @@ from analyzer.core.model import Frame, Traceback
 from analyzer.sglang.catalog import FlagCatalog
 
 if TYPE_CHECKING:
-    from analyzer.engine.flags_shown import FlagsShown
+    from analyzer.blame.flags_shown import FlagsShown
     from analyzer.sglang.guarded_code import Guard, Need
     from analyzer.sglang.launch_command import LaunchCommand
 
@@ -152,7 +152,7 @@ def with_evidence(
 ) -> str:
     """The explanation, with the lines (no command known) and the frames that showed
     offending `flags` set."""
-    from analyzer.engine.flags_shown import with_shown
+    from analyzer.blame.flags_shown import with_shown
 
     explanation = with_shown(explanation, flags, shown if command is None else None, traceback)
     guarded = guarded_frames(traceback, catalog, command, input_release(shown, catalog))

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from analyzer.core.lazy_pattern import LazyPattern
 from analyzer.core.model import Edit, Finding
-from analyzer.rulebook.fixes import FixContext, FixPlan
+from analyzer.repair.fixes import FixContext, FixPlan
 
 BARE_KEY = LazyPattern(r"([{,]\s*)([A-Za-z_][\w.-]*)\s*:")
 TRAILING_COMMA = LazyPattern(r",\s*([}\]])")

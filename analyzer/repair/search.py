@@ -5,7 +5,7 @@ check (renaming vLLM's --num-speculative-tokens walks into SGLang's speculative 
 So the fix is a seed, not an answer. Candidates come from the rule's plan and from the
 failing check itself (the flags its error-catalog condition reads: their choices, numbers
 near the typed one that satisfy the condition, removal, a switch it wants on). Each
-candidate goes through analyzer/rulebook/predict.py (the parser with aliases and prefixes,
+candidate goes through analyzer/repair/predict.py (the parser with aliases and prefixes,
 speculative completion, the catalogued conditions it can evaluate) and is repaired with
 the fix of whatever it predicts, up to DEPTH rounds. Clean candidates are ranked by the
 smallest edit that keeps what the user asked for: removing a flag costs more than changing
@@ -18,10 +18,10 @@ import difflib
 from dataclasses import dataclass, field
 
 from analyzer.core.model import Edit, Finding
+from analyzer.repair.conditions import CommandValues, Unknown, site_fails
+from analyzer.repair.fixes import FixPlan
+from analyzer.repair.predict import Predicted, predict
 from analyzer.rulebook.command_checks import check_command
-from analyzer.rulebook.conditions import CommandValues, Unknown, site_fails
-from analyzer.rulebook.fixes import FixPlan
-from analyzer.rulebook.predict import Predicted, predict
 from analyzer.sglang.catalog import FlagCatalog, FlagSpec
 from analyzer.sglang.error_catalog import (
     ErrorCatalog,

@@ -13,9 +13,9 @@ import string
 from typing import TYPE_CHECKING
 
 from analyzer.core.model import Finding, Match, Traceback
-from analyzer.rulebook.features import phrase_flags
 from analyzer.rulebook.vocabulary import Advice, Rule
 from analyzer.sglang.catalog import FlagCatalog
+from analyzer.sglang.features import phrase_flags
 from analyzer.sglang.flag_history import shipped_history
 
 if TYPE_CHECKING:

@@ -2,8 +2,8 @@
 
 The rules for SGLang's adjustment, deprecation and "has no effect" warnings name these with
 `fix = "..."`; the launch-command checks (analyzer/rulebook/command_checks.py) carry their edits in
-the Finding and use `apply_check_edits`. Same contract as analyzer/rulebook/fixes.py: each function
-gets the Finding and a FixContext and only proposes; analyzer/engine/correct.py applies and validates.
+the Finding and use `apply_check_edits`. Same contract as analyzer/repair/fixes.py: each function
+gets the Finding and a FixContext and only proposes; analyzer/repair/correct.py applies and validates.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from analyzer.core.lazy_pattern import LazyPattern
 from analyzer.core.model import Edit, Finding
-from analyzer.rulebook.fixes import FixContext, FixPlan
+from analyzer.repair.fixes import FixContext, FixPlan
 
 BRACES = LazyPattern(r"^(?P<pre>[^{]*)\{(?P<alts>[^}]+)\}(?P<post>[^=\s]*)(?:=(?P<value>\S+))?$")
 PLACEHOLDER = LazyPattern(r"^(?P<flag>--[\w-]+)\s+<[\w-]+>$")

@@ -23,7 +23,7 @@ from analyzer.core.model import (
 )
 
 if TYPE_CHECKING:
-    from analyzer.engine.raise_sites import FoundSite
+    from analyzer.blame.raise_sites import FoundSite
     from analyzer.rulebook.frame_phases import LogPhaseFound, MessagePhaseFound, PhaseFound
 
 UNKNOWN_ADVICE = [

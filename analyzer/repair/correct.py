@@ -15,15 +15,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from analyzer.core.model import Alternative, Edit, Finding, Incident, Line
-from analyzer.rulebook.fixes import FixContext, FixPlan
-from analyzer.rulebook.registry import FIXES
+from analyzer.repair.fix_registry import FIXES
+from analyzer.repair.fixes import FixContext, FixPlan
 from analyzer.rulebook.vocabulary import Rule
 from analyzer.sglang.catalog import FlagCatalog
 from analyzer.sglang.launch_command import LaunchCommand, find_launch_command, parse_launch_command
 from analyzer.sglang.log_format import reconstruct_command
 
 if TYPE_CHECKING:
-    from analyzer.engine.repair import Repaired
+    from analyzer.repair.search import Repaired
 
 
 # `sglang serve --model-type X` picks the serving backend before SGLang's LLM parser sees the
@@ -100,7 +100,7 @@ def propose(
         note = f"no corrected command: `{MODEL_TYPE_FLAG} {backend}` serves with flags of its own"
         return Proposal(None, [], [note])
     # the repair search (predictions, condition checks, the error catalog): only for a command
-    from analyzer.engine.repair import failing_site, search
+    from analyzer.repair.search import failing_site, search
 
     plan = FixPlan()
     if rule.fix:

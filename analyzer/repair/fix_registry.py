@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from analyzer.core.model import Finding
-from analyzer.rulebook.check_fixes import CHECK_FIXES
-from analyzer.rulebook.fixes import FLAG_FIXES, FixContext, FixPlan
-from analyzer.rulebook.intent_fixes import INTENT_FIXES
-from analyzer.rulebook.json_fixes import JSON_FIXES
-from analyzer.rulebook.path_fixes import PATH_FIXES
+from analyzer.repair.check_fixes import CHECK_FIXES
+from analyzer.repair.fixes import FLAG_FIXES, FixContext, FixPlan
+from analyzer.repair.intent_fixes import INTENT_FIXES
+from analyzer.repair.json_fixes import JSON_FIXES
+from analyzer.repair.path_fixes import PATH_FIXES
 
 FIXES: dict[str, Callable[[Finding, FixContext], FixPlan]] = {
     **FLAG_FIXES,

@@ -2,7 +2,7 @@
 
 Each function gets the Finding and a FixContext (the parsed command, the flag
 catalog, the effective settings) and returns a FixPlan: minimal edits plus notes
-for the advice. Functions only propose; analyzer/engine/correct.py applies and validates.
+for the advice. Functions only propose; analyzer/repair/correct.py applies and validates.
 """
 
 from __future__ import annotations
@@ -526,7 +526,7 @@ def typed_argument(ctx: FixContext, flag: str) -> str | None:
     return None
 
 
-# The fixes of failures; analyzer/rulebook/registry.py joins them with intent_fixes.py's.
+# The fixes of failures; analyzer/repair/fix_registry.py joins them with intent_fixes.py's.
 FLAG_FIXES: dict[str, Callable[[Finding, FixContext], FixPlan]] = {
     "move_port": move_port,
     "respect_bound": respect_bound,

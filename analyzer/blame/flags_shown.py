@@ -1,5 +1,5 @@
 """The flags an input's own lines show on, for an input with no launch command and no
-`server_args=ServerArgs(...)` record (engine/fault_flags.py reads them as set).
+`server_args=ServerArgs(...)` record (blame/fault_flags.py reads them as set).
 
 A line SGLang logs only when a flag is set (sglang/flag_lines.py: `DP attention is enabled.
 The chunked prefill size is adjusted to ...`) says the flag is on. Nothing here runs while

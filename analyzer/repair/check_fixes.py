@@ -1,7 +1,7 @@
 """Fixes read from the check SGLang failed: memory, speculative draft shapes, backends.
 
 Each follows what SGLang's own code or message asks for (the docstrings cite the file and
-function of SGLang 0.5.23); analyzer/engine/correct.py applies and validates the edits.
+function of SGLang 0.5.23); analyzer/repair/correct.py applies and validates the edits.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from analyzer.core.lazy_pattern import LazyPattern
 from analyzer.core.model import Edit, Finding
-from analyzer.rulebook.fixes import FixContext, FixPlan, int_value, speculative_values
+from analyzer.repair.fixes import FixContext, FixPlan, int_value, speculative_values
 
 # --mem-fraction-static: a share of the GPU's memory; 0.95 leaves the least room SGLang's own
 # reservations (activations, CUDA graphs: arg_groups/memory_hook.py) are sized from
