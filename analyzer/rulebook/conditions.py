@@ -30,6 +30,9 @@ ALGORITHM_HANDLERS = {
     "_handle_eagle_family": ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE"),
 }
 STARTUP_FOLDERS = ("srt/server_args.py", "srt/arg_groups/")
+# files whose checks run for every command (not one model's or feature's handler)
+VALIDATORS = ("validation_hook.py",)
+VALIDATOR_FUNCTIONS = ("check_server_args", "validate_")
 # Handlers for one model family run only for it: the flags cannot say whether they apply.
 MODEL_SPECIFIC = (
     "model_overrides/",
@@ -64,6 +67,7 @@ class CommandValues:
         self.unset_is_none = unset_is_none
         self.typed: dict[str, Any] = {}
         self.read: set[str] = set()
+        self.aliases: dict[str, str] = {}  # a local copy of one setting -> its dest
         for argument in command.arguments:
             spec = catalog.spec(argument.flag)
             if spec is not None:
@@ -109,14 +113,15 @@ def site_fails(site: ErrorSite, values: Callable[[str], Any]) -> bool:
 
 
 def failing_sites(
-    command: LaunchCommand, catalog: FlagCatalog, errors: ErrorCatalog
+    command: LaunchCommand, catalog: FlagCatalog, errors: ErrorCatalog, min_reads: int = 2
 ) -> list[ErrorSite]:
     """Startup sites that fail on the command and read two or more of its settings.
 
     One setting alone is not enough: many handlers run only for one model or algorithm,
     which the site's own guards do not say, so `cfg.pp_size != 1` alone would be claimed
     for every command with --pp-size. A relation between settings (a divisibility, two
-    flags that exclude each other) is what this can judge.
+    flags that exclude each other) is what this can judge. The pre-flight also asks for
+    `min_reads=1` on the generic validators (validation_hook.py: ranges of one setting).
     """
     typed = CommandValues(command, catalog).typed
     algorithm = str(typed.get("speculative_algorithm", "")).upper()
@@ -132,13 +137,47 @@ def failing_sites(
         if not _feature_typed(function, typed_words, catalog):
             continue
         values = CommandValues(command, catalog)
+        if min_reads < 2:
+            values.aliases = local_aliases(site)
         try:
             fails = site_fails(site, values)
         except Unknown:
             continue
-        if fails and len(values.read) >= 2 and values.read & set(values.typed):
+        reads = min_reads if _validator(site) else max(min_reads, 2)
+        if fails and len(values.read) >= reads and values.read & set(values.typed):
             found.append(site)
     return found
+
+
+def local_aliases(site: ErrorSite) -> dict[str, str]:
+    """`window_size <= 0` after `window_size = int(cfg.speculative_draft_window_size)`: one
+    free name in the condition and one setting the catalog says it reads but the text does
+    not name, so the name is that setting's local copy."""
+    try:
+        tree = ast.parse(site.condition, mode="eval")
+    except SyntaxError:
+        return {}
+    called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    names = {
+        n.id
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Name) and n.id not in VIEWS and id(n) not in called
+    }
+    named = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    unnamed = [r for r in site.condition_reads if r not in named]
+    if len(names) != 1 or len(unnamed) != 1:
+        return {}
+    return {names.pop(): unnamed[0]}
+
+
+def _validator(site: ErrorSite) -> bool:
+    """A check of one setting's own range: in a validator every command goes through
+    (validation_hook.py, check_server_args, validate_*), or one whose message names the
+    flag it reads (`--speculative-draft-window-size must be positive`)."""
+    function = site.function.rsplit(".", 1)[-1].lstrip("_")
+    if site.file.endswith(VALIDATORS) or function.startswith(VALIDATOR_FUNCTIONS):
+        return True
+    return any(flag in site.message for flag in site.condition_flags)
 
 
 def _feature_typed(function: str, typed_words: set[str], catalog: FlagCatalog) -> bool:
@@ -213,6 +252,8 @@ def _node(node: ast.AST, values: Callable[[str], Any]) -> Any:
         return node.value
     if isinstance(node, ast.Attribute) and _is_view(node.value):
         return values(node.attr)
+    if isinstance(node, ast.Name) and node.id in getattr(values, "aliases", {}):
+        return values(values.aliases[node.id])  # type: ignore[attr-defined]
     if isinstance(node, ast.BoolOp):
         result: Any = isinstance(node.op, ast.And)
         for item in node.values:

@@ -67,7 +67,9 @@ def _imported_models(tree: ast.Module) -> list[str]:
     """The sglang.srt.models modules this one imports from (`from sglang.srt.models.llama ...`)."""
     found = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("sglang.srt.models."):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+            "sglang.srt.models."
+        ):
             found.append(node.module.rsplit(".", 1)[-1])
     return found
 

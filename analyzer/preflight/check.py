@@ -1,0 +1,91 @@
+"""The pre-flight: what would make a launch fail, found before anything starts, in one order
+for `loganalyze run`, `loganalyze verify` and the GitHub Action's check step.
+
+1. the command: the flag catalog, the speculative trio and every error-catalog condition
+   its values decide (analyzer/rulebook/predict.py and conditions.py, as the repair search
+   reads them);
+2. the model folders it names (folders.py);
+3. where SGLang is installed, SGLang's own parsing and resolution in a CPU-only subprocess
+   (analyzer/sglang/verify.py), its verdict merged;
+4. GPUs other processes hold (gpus.py).
+
+Each problem carries the lines SGLang would print for it; the post-mortem (postmortem.py)
+classes them, so a refusal here names the class, flags and corrected command that
+`loganalyze LOG` would name after the crash.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+from analyzer.engine.redact import redact_text
+from analyzer.engine.repair import error_catalog
+from analyzer.preflight.commands import command_problems, typed_values
+from analyzer.preflight.folders import PATH_FLAGS, Folders, folder_problems
+from analyzer.preflight.gpus import GpuProbe, gpu_problems, query_gpus
+from analyzer.preflight.postmortem import classify, corrected_command
+from analyzer.preflight.report import PreflightReport, Problem
+from analyzer.preflight.sglang_check import sglang_problems
+from analyzer.sglang.catalog import FlagCatalog, load_catalog
+from analyzer.sglang.launch_command import LaunchCommand, parse_launch_command
+from analyzer.sglang.model_registry import load_model_registry
+
+
+def preflight(
+    command: str,
+    cwd: Path | None = None,
+    use_sglang: bool = True,
+    *,
+    sglang_version: str | None = None,
+    env: Mapping[str, str] | None = None,
+    gpu_probe: GpuProbe | None = None,
+    python: str | None = None,
+    timeout: float = 120.0,
+) -> PreflightReport:
+    """Check one launch command (shell text) before it runs; relative paths from `cwd`.
+
+    Raises analyzer.sglang.catalog.CatalogError for an unknown `sglang_version`.
+    """
+    started = time.perf_counter()
+    catalog = load_catalog(sglang_version)
+    report = PreflightReport(redact_text(command), catalog.version)
+    environment = dict(os.environ if env is None else env)
+    parsed = parse_launch_command(command, catalog.takes_value)
+    values: dict[str, str] = {}
+    if parsed is None:
+        report.notes.append("not an SGLang launch command: its flags were not checked")
+    else:
+        environment.update(parsed.env)
+        values = typed_values(parsed, catalog)
+        base = cwd or Path.cwd()
+        report.problems.extend(static_problems(parsed, catalog, base, environment))
+        if use_sglang:
+            sglang, verdict = sglang_problems(
+                parsed, catalog, base, report.problems, python, timeout
+            )
+            report.problems.extend(sglang)
+            report.sglang = verdict
+        else:
+            report.sglang = {"status": "skipped"}
+        corrected_command(report, parsed, catalog, base, environment, static_problems)
+    report.problems.extend(gpu_problems(values, environment, gpu_probe or query_gpus))
+    report.elapsed = time.perf_counter() - started
+    return report
+
+
+def static_problems(
+    command: LaunchCommand, catalog: FlagCatalog, cwd: Path, env: Mapping[str, str]
+) -> list[Problem]:
+    """The checks that read only the command and its folders, classed by the post-mortem."""
+    problems = command_problems(command, catalog)
+    values = typed_values(command, catalog)
+    registry = load_model_registry(catalog.version)
+    folders = Folders(values, cwd, env, registry, error_catalog(catalog))
+    problems.extend(folder_problems(folders))
+    return [classify(p, command, catalog) for p in problems]
+
+
+__all__ = ["PATH_FLAGS", "preflight", "static_problems"]
