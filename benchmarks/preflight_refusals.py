@@ -25,7 +25,7 @@ import tomllib
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from analyzer.preflight import preflight  # noqa: E402
+from analyzer.preflight.check import preflight_many  # noqa: E402
 from analyzer.preflight.folders import PATH_FLAGS  # noqa: E402
 
 FOLDERS = ("real", "versions")
@@ -75,15 +75,24 @@ def main() -> int:
     scored: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     after: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     misses = []
-    for name, data, expect in cases():
-        fixture = data["fixture"]
-        report = preflight(
-            fixture["command"],
+    found = cases()
+    reports = {}
+    for version in sorted({d["fixture"].get("sglang_version") or "" for _, d, _ in found}):
+        group = [
+            (n, d) for n, d, _ in found if (d["fixture"].get("sglang_version") or "") == version
+        ]
+        commands = [d["fixture"]["command"] for _, d in group]
+        answers = preflight_many(
+            commands,
             ROOT,
             args.sglang,
-            sglang_version=fixture.get("sglang_version"),
+            sglang_version=version or None,
             env={"PATH": ""},
+            timeout=300,
         )
+        reports.update({n: r for (n, _), r in zip(group, answers, strict=True)})
+    for name, data, expect in found:
+        report = reports[name]
         wanted = set(expect.get("flags") or ())
         right = any(
             p.blocking and p.rule_class == expect["class"] and (not wanted or wanted & set(p.flags))

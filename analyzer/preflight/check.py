@@ -28,7 +28,7 @@ from analyzer.preflight.folders import PATH_FLAGS, Folders, folder_problems
 from analyzer.preflight.gpus import GpuProbe, gpu_problems, query_gpus
 from analyzer.preflight.postmortem import classify, corrected_command
 from analyzer.preflight.report import PreflightReport, Problem
-from analyzer.preflight.sglang_check import sglang_problems
+from analyzer.preflight.sglang_check import ask_sglang, sglang_problems
 from analyzer.sglang.catalog import FlagCatalog, load_catalog
 from analyzer.sglang.launch_command import LaunchCommand, parse_launch_command
 from analyzer.sglang.model_registry import load_model_registry
@@ -49,31 +49,66 @@ def preflight(
 
     Raises analyzer.sglang.catalog.CatalogError for an unknown `sglang_version`.
     """
+    return preflight_many(
+        [command],
+        cwd,
+        use_sglang,
+        sglang_version=sglang_version,
+        env=env,
+        gpu_probe=gpu_probe,
+        python=python,
+        timeout=timeout,
+    )[0]
+
+
+def preflight_many(
+    commands: list[str],
+    cwd: Path | None = None,
+    use_sglang: bool = True,
+    *,
+    sglang_version: str | None = None,
+    env: Mapping[str, str] | None = None,
+    gpu_probe: GpuProbe | None = None,
+    python: str | None = None,
+    timeout: float = 120.0,
+) -> list[PreflightReport]:
+    """preflight() of many commands at the cost of one SGLang import and one GPU query."""
     started = time.perf_counter()
     catalog = load_catalog(sglang_version)
-    report = PreflightReport(redact_text(command), catalog.version)
+    base = cwd or Path.cwd()
     environment = dict(os.environ if env is None else env)
-    parsed = parse_launch_command(command, catalog.takes_value)
-    values: dict[str, str] = {}
-    if parsed is None:
-        report.notes.append("not an SGLang launch command: its flags were not checked")
-    else:
-        environment.update(parsed.env)
-        values = typed_values(parsed, catalog)
-        base = cwd or Path.cwd()
-        report.problems.extend(static_problems(parsed, catalog, base, environment))
-        if use_sglang:
-            sglang, verdict = sglang_problems(
-                parsed, catalog, base, report.problems, python, timeout
-            )
-            report.problems.extend(sglang)
-            report.sglang = verdict
+    gpus = gpu_probe or query_gpus
+    reports = []
+    parsed_all = []
+    for command in commands:
+        report = PreflightReport(redact_text(command), catalog.version)
+        parsed = parse_launch_command(command, catalog.takes_value)
+        if parsed is None:
+            report.notes.append("not an SGLang launch command: its flags were not checked")
         else:
-            report.sglang = {"status": "skipped"}
-        corrected_command(report, parsed, catalog, base, environment, static_problems)
-    report.problems.extend(gpu_problems(values, environment, gpu_probe or query_gpus))
-    report.elapsed = time.perf_counter() - started
-    return report
+            own = {**environment, **parsed.env}
+            report.problems.extend(static_problems(parsed, catalog, base, own))
+        reports.append(report)
+        parsed_all.append(parsed)
+    launches = [p for p in parsed_all if p is not None]
+    answers = iter(ask_sglang(launches, catalog, base, python, timeout) if use_sglang else [])
+    for report, parsed in zip(reports, parsed_all, strict=True):
+        values: dict[str, str] = {}
+        own = dict(environment)
+        if parsed is not None:
+            own.update(parsed.env)
+            values = typed_values(parsed, catalog)
+            if use_sglang:
+                found, report.sglang = sglang_problems(
+                    next(answers), parsed, catalog, report.problems
+                )
+                report.problems.extend(found)
+            else:
+                report.sglang = {"status": "skipped"}
+            corrected_command(report, parsed, catalog, base, own, static_problems)
+        report.problems.extend(gpu_problems(values, own, gpus))
+        report.elapsed = time.perf_counter() - started
+    return reports
 
 
 def static_problems(
@@ -88,4 +123,4 @@ def static_problems(
     return [classify(p, command, catalog) for p in problems]
 
 
-__all__ = ["PATH_FLAGS", "preflight", "static_problems"]
+__all__ = ["PATH_FLAGS", "preflight", "preflight_many", "static_problems"]

@@ -91,6 +91,12 @@ def render_text(report: PreflightReport) -> str:
         )
     for note in report.notes:
         out.append(f"  - {_clean(note)}")
+    status = report.sglang.get("status")
+    if status and status != "skipped":
+        version = report.sglang.get("version") or ""
+        said = report.sglang.get("message") or ""
+        name = f"sglang {version}" if version else "sglang"
+        out.append(f"  {name}: {status}" + (f": {_clean(said)}" if said else ""))
     if report.refused:
         out.append("  command:")
         out.append(f"    {report.command}")
