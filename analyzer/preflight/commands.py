@@ -25,6 +25,10 @@ TRIO_LINES = {
     "AssertionError": "AssertionError",
     "TypeError": "TypeError: '>' not supported between instances of 'NoneType' and 'int'",
 }
+TRIO_CODE = {
+    "AssertionError": "and cfg.speculative_num_draft_tokens is None",
+    "TypeError": "cfg.speculative_eagle_topk > 1",
+}
 UNKNOWN_ALGORITHM = ("srt/speculative/spec_info.py", "from_string")
 
 __all__ = ["command_problems", "typed_values"]
@@ -55,7 +59,7 @@ def _parser(predicted: Predicted) -> Problem:
 
 def _speculative(predicted: Predicted, catalog: FlagCatalog) -> Problem:
     if predicted.raises in TRIO_LINES:
-        frames = [(*TRIO_FRAME, "assert ...")]
+        frames = [(*TRIO_FRAME, TRIO_CODE[predicted.raises])]
         line = TRIO_LINES[predicted.raises]
     else:
         value = predicted.message.split("'")[1] if "'" in predicted.message else ""
