@@ -111,10 +111,24 @@ def _path_problems(folders: Folders, flag: str) -> list[Problem]:
     missing = sorted({str(f) for f in weight_map.values() if not (path / str(f)).is_file()})
     if not missing:
         return []
-    line = f"FileNotFoundError: [Errno 2] No such file or directory: '{value.rstrip('/')}/{missing[0]}'"
+    # 0.5.2x model_loader/weight_utils.py filter_duplicate_safetensors_files fails fast;
+    # older releases load without the missing tensors
+    folder = value.rstrip("/")
+    names = [Path(m).name for m in missing]
+    line = (
+        f"RuntimeError: {folder}/{INDEX} references {len(missing)} shard file(s) missing from "
+        f"{folder} (incomplete download?): {names}"
+    )
+    frames = [
+        (
+            "srt/model_loader/weight_utils.py",
+            "filter_duplicate_safetensors_files",
+            "raise RuntimeError(",
+        )
+    ]
     shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
     message = f"{flag} {value}: {INDEX} names shard files that are not there: {shown}"
-    return [_crash("paths", "model_load", [flag], message, line)]
+    return [_crash("paths", "model_load", [flag], message, line, frames)]
 
 
 def looks_local(value: str) -> bool:
