@@ -123,4 +123,4 @@ def static_problems(
     return [classify(p, command, catalog) for p in problems]
 
 
-__all__ = ["PATH_FLAGS", "preflight", "preflight_many", "static_problems"]
+__all__ = ["preflight", "preflight_many", "static_problems"]

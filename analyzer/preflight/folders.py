@@ -12,7 +12,6 @@ load_weights maps to the draft's decoder layer) comes from the release's model r
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -414,7 +413,3 @@ def _int(value: object) -> int | None:
     except ValueError:
         return None
 
-
-def environment(command_env: Mapping[str, str]) -> dict[str, str]:
-    """The launch's environment: ours, then the command's own `VAR=value` prefixes."""
-    return {**os.environ, **command_env}

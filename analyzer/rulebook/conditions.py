@@ -30,9 +30,9 @@ ALGORITHM_HANDLERS = {
     "_handle_eagle_family": ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE"),
 }
 STARTUP_FOLDERS = ("srt/server_args.py", "srt/arg_groups/")
-# files whose checks run for every command (not one model's or feature's handler)
-VALIDATORS = ("validation_hook.py",)
-VALIDATOR_FUNCTIONS = ("check_server_args", "validate_")
+# SGLang's checks every command goes through (not one model's, device's or feature's)
+GENERAL_VALIDATORS = ("check_server_args",)
+BOOLEAN_PREFIXES = frozenset(("use", "is", "has", "enable", "enabled"))
 # Handlers for one model family run only for it: the flags cannot say whether they apply.
 MODEL_SPECIFIC = (
     "model_overrides/",
@@ -152,7 +152,8 @@ def failing_sites(
 def local_aliases(site: ErrorSite) -> dict[str, str]:
     """`window_size <= 0` after `window_size = int(cfg.speculative_draft_window_size)`: one
     free name in the condition and one setting the catalog says it reads but the text does
-    not name, so the name is that setting's local copy."""
+    not name, the name's words (less a use_/is_ prefix) among the setting's: its local copy.
+    A loop variable over a list setting (`lora_path` of lora_paths) is not one."""
     try:
         tree = ast.parse(site.condition, mode="eval")
     except SyntaxError:
@@ -167,17 +168,25 @@ def local_aliases(site: ErrorSite) -> dict[str, str]:
     unnamed = [r for r in site.condition_reads if r not in named]
     if len(names) != 1 or len(unnamed) != 1:
         return {}
-    return {names.pop(): unnamed[0]}
+    name = names.pop()
+    if not set(name.split("_")) - BOOLEAN_PREFIXES <= set(unnamed[0].split("_")):
+        return {}
+    return {name: unnamed[0]}
 
 
 def _validator(site: ErrorSite) -> bool:
-    """A check of one setting's own range: in a validator every command goes through
-    (validation_hook.py, check_server_args, validate_*), or one whose message names the
-    flag it reads (`--speculative-draft-window-size must be positive`)."""
-    function = site.function.rsplit(".", 1)[-1].lstrip("_")
-    if site.file.endswith(VALIDATORS) or function.startswith(VALIDATOR_FUNCTIONS):
+    """A check of one setting's own range, which every command goes through: in SGLang's
+    general check_server_args, in a validator named for the setting
+    (validate_prefill_decode_interval), or one whose message names the flag it reads
+    (`--speculative-draft-window-size must be positive`). Other validators run only for a
+    device or a model the command does not show (validate_standard_mps_server_args)."""
+    function = site.function.rsplit(".", 1)[-1].strip("_")
+    if function in GENERAL_VALIDATORS:
         return True
-    return any(flag in site.message for flag in site.condition_flags)
+    if any(flag in site.message for flag in site.condition_flags):
+        return True
+    words = set(function.split("_"))
+    return any(set(read.split("_")) <= words for read in site.condition_reads)
 
 
 def _feature_typed(function: str, typed_words: set[str], catalog: FlagCatalog) -> bool:
