@@ -24,7 +24,7 @@ from pathlib import Path
 from analyzer.engine.redact import redact_text
 from analyzer.engine.repair import error_catalog
 from analyzer.preflight.commands import command_problems, typed_values
-from analyzer.preflight.folders import PATH_FLAGS, Folders, folder_problems
+from analyzer.preflight.folders import Folders, folder_problems
 from analyzer.preflight.gpus import GpuProbe, gpu_problems, query_gpus
 from analyzer.preflight.postmortem import classify, corrected_command
 from analyzer.preflight.report import PreflightReport, Problem

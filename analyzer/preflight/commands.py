@@ -5,6 +5,7 @@ the lines SGLang prints when it stops there."""
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -30,6 +31,8 @@ TRIO_CODE = {
     "TypeError": "cfg.speculative_eagle_topk > 1",
 }
 UNKNOWN_ALGORITHM = ("srt/speculative/spec_info.py", "from_string")
+# argparse types SGLang gives JSON-valued flags (json.loads, its json_list_type)
+JSON_TYPES = ("loads", "json_list_type")
 
 __all__ = ["command_problems", "typed_values"]
 
@@ -39,12 +42,50 @@ def command_problems(command: LaunchCommand, catalog: FlagCatalog) -> list[Probl
     found = flag_problems(command, catalog)
     if found:
         return [_parser(p) for p in found]
-    problems = [_speculative(p, catalog) for p in speculative_problems(command, catalog)]
+    problems = _json_values(command, catalog)
+    problems += [_speculative(p, catalog) for p in speculative_problems(command, catalog)]
     errors = error_catalog(catalog)
     if errors is not None:
         values = CommandValues(command, catalog)
         for site in failing_sites(command, catalog, errors, min_reads=1):
             problems.append(_condition(site, values))
+    return problems
+
+
+def _json_values(command: LaunchCommand, catalog: FlagCatalog) -> list[Problem]:
+    """A JSON-valued flag (its help says JSON) given a value that opens like JSON but is
+    not: argparse's `loads` type refuses it, resolution's json.loads raises otherwise."""
+    problems = []
+    for argument in command.arguments:
+        spec = catalog.spec(argument.flag)
+        value = (argument.value or "").strip()
+        if spec is None or "json" not in (spec.help or "").lower():
+            continue
+        if not value.startswith(("{", "[")):
+            continue
+        try:
+            json.loads(value)
+            continue
+        except ValueError as exc:
+            said = str(exc)
+        name = "/".join(spec.option_strings)
+        if spec.type in JSON_TYPES:
+            message = f"argument {name}: invalid {spec.type} value: {argument.value!r}"
+            problems.append(_parser(Predicted("flags", message, [spec.long])))
+            continue
+        line = f"json.decoder.JSONDecodeError: {said}"
+        frames = [("srt/server_args.py", "resolve_once", "run_resolution_pipeline(self)")]
+        message = f"{spec.long} is not valid JSON ({said}): {argument.value}"
+        problems.append(
+            Problem(
+                "json",
+                "config_validation",
+                [spec.long],
+                message,
+                True,
+                log=traceback_text(frames, line),
+            )
+        )
     return problems
 
 

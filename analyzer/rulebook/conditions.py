@@ -136,7 +136,7 @@ def failing_sites(
             continue
         if not _feature_typed(function, typed_words, catalog):
             continue
-        values = CommandValues(command, catalog)
+        values = CommandValues(command, catalog, min_reads < 2 and _names_its_flags(site))
         if min_reads < 2:
             values.aliases = local_aliases(site)
         try:
@@ -147,6 +147,13 @@ def failing_sites(
         if fails and len(values.read) >= reads and values.read & set(values.typed):
             found.append(site)
     return found
+
+
+def _names_its_flags(site: ErrorSite) -> bool:
+    """A message that names every flag its check reads (`--speculative-draft-sink-size
+    requires --speculative-draft-window-size.`) checks them as typed: an unset one is None."""
+    flags = {*site.condition_flags, *site.context_flags}
+    return bool(flags) and all(flag in site.message for flag in flags)
 
 
 def local_aliases(site: ErrorSite) -> dict[str, str]:
