@@ -197,59 +197,29 @@ def _verify_corrections(report) -> None:
             typer.echo(f"{incident.source}:{incident.line}: {line}", err=True)
 
 
-class VerifyFormat(str, Enum):
-    text = "text"
-    json = "json"
-
-
 @app.command("verify")
 def verify_launch(
-    command: Annotated[
-        str | None, typer.Argument(help="The launch command, quoted as one argument.")
-    ] = None,
-    command_file: Annotated[
-        Path | None, typer.Option("--command-file", help="Read the command from a file.")
-    ] = None,
-    python: Annotated[
-        str | None,
-        typer.Option("--python", help="SGLang's Python (default: $LOGANALYZE_SGLANG_PYTHON)."),
-    ] = None,
+    command: Annotated[str | None, typer.Argument(help="The launch command, quoted as one argument.")] = None,
+    command_file: Annotated[Path | None, typer.Option("--command-file", help="Read the command from a file.")] = None,
+    python: Annotated[str | None, typer.Option("--python", help="SGLang's Python (default: $LOGANALYZE_SGLANG_PYTHON).")] = None,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds to wait.")] = 120.0,
-    sglang_version: Annotated[
-        str | None, typer.Option("--sglang-version", help="The release whose catalogs to use.")
-    ] = None,
-    format: Annotated[
-        VerifyFormat, typer.Option("--format", help="text, or the JSON report.")
-    ] = VerifyFormat.text,
-    cwd: Annotated[
-        Path | None, typer.Option("--cwd", help="Where relative model paths start.")
-    ] = None,
-    no_sglang: Annotated[
-        bool, typer.Option("--no-sglang", help="Skip SGLang's own check even if installed.")
-    ] = False,
+    sglang_version: Annotated[str | None, typer.Option("--sglang-version", help="The release whose catalogs to use.")] = None,
+    format: Annotated[str, typer.Option("--format", help="text, or json (the report).")] = "text",
+    cwd: Annotated[Path | None, typer.Option("--cwd", help="Where relative model paths start.")] = None,
+    no_sglang: Annotated[bool, typer.Option("--no-sglang", help="Skip SGLang's own check.")] = False,
     debug: DebugOption = False,
-) -> None:
-    """The pre-flight of a launch command and its model folders (no GPU, no weights read).
+) -> None:  # fmt: skip
+    """The pre-flight of a launch command and its model folders (docs/preflight.md).
 
-    The flag catalog, speculative settings, the error catalog's conditions, the folders'
-    config.json and weight index, SGLang's own parsing and resolution where it is installed,
-    GPUs held by others. Exits 1 when a problem would stop the launch, 0 otherwise.
-    """
-    from json import dumps
-
-    from analyzer.preflight import preflight, render_text
+    Exits 1 when a problem would stop the launch, else 0."""
+    from analyzer.preflight import preflight, render_report
 
     with one_line_errors(debug):
         text = _command_text(command, command_file)
-        if not text or not text.strip():
-            raise InputError("no command: loganalyze verify 'python -m sglang.launch_server ...'")
-        report = preflight(
-            text, cwd, not no_sglang, sglang_version=sglang_version, python=python, timeout=timeout
-        )
-    if format is VerifyFormat.json:
-        typer.echo(dumps(report.as_json(), indent=2, ensure_ascii=False))
-    else:
-        typer.echo(render_text(report), nl=False)
+        if format not in ("text", "json") or not (text or "").strip():
+            raise InputError("usage: loganalyze verify [--format text|json] 'COMMAND'")
+        report = preflight(text or "", cwd, not no_sglang, sglang_version=sglang_version, python=python, timeout=timeout)  # fmt: skip
+    typer.echo(render_report(report, format), nl=False)
     raise typer.Exit(report.exit_code)
 
 

@@ -3,6 +3,6 @@
 tool). `preflight(command, cwd, use_sglang) -> PreflightReport`; `report.as_json()`."""
 
 from analyzer.preflight.check import preflight
-from analyzer.preflight.report import PreflightReport, Problem, render_text
+from analyzer.preflight.report import PreflightReport, Problem, render_report, render_text
 
-__all__ = ["PreflightReport", "Problem", "preflight", "render_text"]
+__all__ = ["PreflightReport", "Problem", "preflight", "render_report", "render_text"]

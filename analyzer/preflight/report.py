@@ -3,6 +3,7 @@ post-mortem of the crash it prevents, and the corrected command. JSON fields are
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,6 +78,13 @@ class PreflightReport:
             "notes": list(self.notes),
             "sglang": dict(self.sglang),
         }
+
+
+def render_report(report: PreflightReport, format: str) -> str:
+    """`text` (render_text) or `json` (the report's JSON, indented)."""
+    if format == "json":
+        return json.dumps(report.as_json(), indent=2, ensure_ascii=False) + "\n"
+    return render_text(report)
 
 
 def render_text(report: PreflightReport) -> str:
