@@ -199,29 +199,28 @@ def _verify_corrections(report) -> None:
 
 @app.command("verify")
 def verify_launch(
-    command: Annotated[str, typer.Argument(help="The launch command, quoted as one argument.")],
-    python: Annotated[
-        str | None,
-        typer.Option("--python", help="SGLang's Python (default: $LOGANALYZE_SGLANG_PYTHON)."),
-    ] = None,
-    timeout: Annotated[
-        float, typer.Option("--timeout", callback=positive, help="Seconds to wait.")
-    ] = 120.0,
-    sglang_version: Annotated[
-        str | None, typer.Option("--sglang-version", help="Catalog for the fallback check.")
-    ] = None,
-) -> None:
-    """Run a launch command through the installed SGLang's parser and checks (no GPU, no model).
+    command: Annotated[str | None, typer.Argument(help="The launch command, quoted as one argument.")] = None,
+    command_file: Annotated[Path | None, typer.Option("--command-file", help="Read the command from a file.")] = None,
+    python: Annotated[str | None, typer.Option("--python", help="SGLang's Python (default: $LOGANALYZE_SGLANG_PYTHON).")] = None,
+    timeout: Annotated[float, typer.Option("--timeout", callback=positive, help="Seconds to wait.")] = 120.0,
+    sglang_version: Annotated[str | None, typer.Option("--sglang-version", help="The release whose catalogs to use.")] = None,
+    format: Annotated[str, typer.Option("--format", help="text, or json (the report).")] = "text",
+    cwd: Annotated[Path | None, typer.Option("--cwd", help="Where relative model paths start.")] = None,
+    no_sglang: Annotated[bool, typer.Option("--no-sglang", help="Skip SGLang's own check.")] = False,
+    debug: DebugOption = False,
+) -> None:  # fmt: skip
+    """The pre-flight of a launch command and its model folders (docs/preflight.md).
 
-    Exits 0 when SGLang accepts it, 1 when it (or, without SGLang, the flag catalog) rejects
-    it, 2 when SGLang is missing or too slow and the catalog finds nothing wrong.
-    """
-    from analyzer.sglang.verify import verify_command
+    Exits 1 when a problem would stop the launch, else 0."""
+    from analyzer.preflight import preflight, render_report
 
-    result = verify_command(command, python, timeout, catalog_version=sglang_version)
-    typer.echo(result.describe())
-    caught = result.catalog_check is not None and not result.catalog_check.startswith("passes")
-    raise typer.Exit({"pass": 0, "fail": 1}.get(result.status, 1 if caught else 2))
+    with one_line_errors(debug):
+        text = _command_text(command, command_file)
+        if format not in ("text", "json") or not (text or "").strip():
+            raise InputError("usage: loganalyze verify [--format text|json] 'COMMAND'")
+        report = preflight(text or "", cwd, not no_sglang, sglang_version=sglang_version, python=python, timeout=timeout)  # fmt: skip
+    typer.echo(render_report(report, format), nl=False)
+    raise typer.Exit(report.exit_code)
 
 
 def _command_text(command: str | None, command_file: Path | None) -> str | None:

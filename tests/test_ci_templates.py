@@ -133,6 +133,40 @@ def test_html_false_uploads_nothing_and_command_file_is_read(tmp_path):
     assert FAILING.expect["corrected_command"] in run.stdout
 
 
+@pytest.mark.parametrize(
+    ("command", "verdict", "code"),
+    [
+        ("fixtures/preflight/models/qwen2-7b-target --tp-size 8", "refused", 1),
+        ("fixtures/preflight/models/qwen2-7b-target --tp-size 4", "passed", 0),
+    ],
+)
+def test_check_step_runs_the_preflight_before_the_post_mortem(tmp_path, command, verdict, code):
+    workspace = workspace_with(tmp_path, HEALTHY)
+    inputs = {
+        "paths": "logs/",
+        "html": False,
+        "check-command": f"python -m sglang.launch_server --model-path {command}",
+        "check-cwd": str(ROOT),
+    }
+    run = run_action(ACTION, inputs, workspace, {**RUNNER_ENV, "LOGANALYZE_SGLANG_PYTHON": ""})
+    assert run.exit_code == code, run.stderr
+    assert run.outputs["preflight-verdict"] == verdict
+    assert run.ran.index("Pre-flight check") < run.ran.index("Post-mortem")
+    assert f"loganalyze pre-flight: {verdict}" in run.summary
+    if code:
+        assert "runtime_crash" in run.summary and "--tp-size 4" in run.summary
+        assert run.ran[-1] == "Fail when the pre-flight refused the command"
+    else:
+        assert "Fail when the pre-flight refused the command" in run.skipped
+
+
+def test_without_a_check_command_the_check_step_is_skipped(tmp_path):
+    run = run_action(ACTION, {"paths": "logs/"}, workspace_with(tmp_path, HEALTHY), RUNNER_ENV)
+    assert run.exit_code == 0, run.stderr
+    assert {"Pre-flight check", "Fail when the pre-flight refused the command"} <= set(run.skipped)
+    assert run.outputs["preflight-verdict"] == ""
+
+
 def test_unreadable_input_fails_with_exit_code_2(tmp_path):
     workspace = workspace_with(tmp_path, HEALTHY)
     run = run_action(ACTION, {"paths": "logs/missing.log"}, workspace, RUNNER_ENV)
@@ -258,7 +292,7 @@ def test_action_declares_the_inputs_and_outputs():
     assert {"paths", "fail-on", "command", "command-file", "html", "sglang-version",
             "python-version"} <= set(action["inputs"])  # fmt: skip
     assert [n for n, spec in action["inputs"].items() if spec.get("required")] == ["paths"]
-    assert set(action["outputs"]) == {"verdict", "incidents", "report-html"}
+    assert set(action["outputs"]) == {"verdict", "incidents", "report-html", "preflight-verdict"}
     text = ACTION.read_text("utf-8")
     for name in action["inputs"]:
         assert re.search(rf"inputs\.{re.escape(name)}(?![\w-])", text), f"{name} is never used"

@@ -30,6 +30,9 @@ ALGORITHM_HANDLERS = {
     "_handle_eagle_family": ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE"),
 }
 STARTUP_FOLDERS = ("srt/server_args.py", "srt/arg_groups/")
+# SGLang's checks every command goes through (not one model's, device's or feature's)
+GENERAL_VALIDATORS = ("check_server_args",)
+BOOLEAN_PREFIXES = frozenset(("use", "is", "has", "enable", "enabled"))
 # Handlers for one model family run only for it: the flags cannot say whether they apply.
 MODEL_SPECIFIC = (
     "model_overrides/",
@@ -64,6 +67,7 @@ class CommandValues:
         self.unset_is_none = unset_is_none
         self.typed: dict[str, Any] = {}
         self.read: set[str] = set()
+        self.aliases: dict[str, str] = {}  # a local copy of one setting -> its dest
         for argument in command.arguments:
             spec = catalog.spec(argument.flag)
             if spec is not None:
@@ -109,14 +113,15 @@ def site_fails(site: ErrorSite, values: Callable[[str], Any]) -> bool:
 
 
 def failing_sites(
-    command: LaunchCommand, catalog: FlagCatalog, errors: ErrorCatalog
+    command: LaunchCommand, catalog: FlagCatalog, errors: ErrorCatalog, min_reads: int = 2
 ) -> list[ErrorSite]:
     """Startup sites that fail on the command and read two or more of its settings.
 
     One setting alone is not enough: many handlers run only for one model or algorithm,
     which the site's own guards do not say, so `cfg.pp_size != 1` alone would be claimed
     for every command with --pp-size. A relation between settings (a divisibility, two
-    flags that exclude each other) is what this can judge.
+    flags that exclude each other) is what this can judge. The pre-flight also asks for
+    `min_reads=1` on the generic validators (validation_hook.py: ranges of one setting).
     """
     typed = CommandValues(command, catalog).typed
     algorithm = str(typed.get("speculative_algorithm", "")).upper()
@@ -131,14 +136,64 @@ def failing_sites(
             continue
         if not _feature_typed(function, typed_words, catalog):
             continue
-        values = CommandValues(command, catalog)
+        values = CommandValues(command, catalog, min_reads < 2 and _names_its_flags(site))
+        if min_reads < 2:
+            values.aliases = local_aliases(site)
         try:
             fails = site_fails(site, values)
         except Unknown:
             continue
-        if fails and len(values.read) >= 2 and values.read & set(values.typed):
+        reads = min_reads if _validator(site) else max(min_reads, 2)
+        if fails and len(values.read) >= reads and values.read & set(values.typed):
             found.append(site)
     return found
+
+
+def _names_its_flags(site: ErrorSite) -> bool:
+    """A message that names every flag its check reads (`--speculative-draft-sink-size
+    requires --speculative-draft-window-size.`) checks them as typed: an unset one is None."""
+    flags = {*site.condition_flags, *site.context_flags}
+    return bool(flags) and all(flag in site.message for flag in flags)
+
+
+def local_aliases(site: ErrorSite) -> dict[str, str]:
+    """`window_size <= 0` after `window_size = int(cfg.speculative_draft_window_size)`: one
+    free name in the condition and one setting the catalog says it reads but the text does
+    not name, the name's words (less a use_/is_ prefix) among the setting's: its local copy.
+    A loop variable over a list setting (`lora_path` of lora_paths) is not one."""
+    try:
+        tree = ast.parse(site.condition, mode="eval")
+    except SyntaxError:
+        return {}
+    called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    names = {
+        n.id
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Name) and n.id not in VIEWS and id(n) not in called
+    }
+    named = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    unnamed = [r for r in site.condition_reads if r not in named]
+    if len(names) != 1 or len(unnamed) != 1:
+        return {}
+    name = names.pop()
+    if not set(name.split("_")) - BOOLEAN_PREFIXES <= set(unnamed[0].split("_")):
+        return {}
+    return {name: unnamed[0]}
+
+
+def _validator(site: ErrorSite) -> bool:
+    """A check of one setting's own range, which every command goes through: in SGLang's
+    general check_server_args, in a validator named for the setting
+    (validate_prefill_decode_interval), or one whose message names the flag it reads
+    (`--speculative-draft-window-size must be positive`). Other validators run only for a
+    device or a model the command does not show (validate_standard_mps_server_args)."""
+    function = site.function.rsplit(".", 1)[-1].strip("_")
+    if function in GENERAL_VALIDATORS:
+        return True
+    if any(flag in site.message for flag in site.condition_flags):
+        return True
+    words = set(function.split("_"))
+    return any(set(read.split("_")) <= words for read in site.condition_reads)
 
 
 def _feature_typed(function: str, typed_words: set[str], catalog: FlagCatalog) -> bool:
@@ -213,6 +268,8 @@ def _node(node: ast.AST, values: Callable[[str], Any]) -> Any:
         return node.value
     if isinstance(node, ast.Attribute) and _is_view(node.value):
         return values(node.attr)
+    if isinstance(node, ast.Name) and node.id in getattr(values, "aliases", {}):
+        return values(values.aliases[node.id])  # type: ignore[attr-defined]
     if isinstance(node, ast.BoolOp):
         result: Any = isinstance(node.op, ast.And)
         for item in node.values:

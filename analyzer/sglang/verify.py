@@ -307,10 +307,14 @@ def verify_commands(
         elif run is None or version is None:
             verdict = verify_command(text, python, timeout, pythonpath, catalog_version)
         else:
-            stdout = f"{VERSION_MARKER}{version}\n{run.output}"
-            verdict = _judge(run.code, stdout, run.output, run.seconds)
+            verdict = judge_run(run, version)
         verdicts.append(verdict)
     return verdicts
+
+
+def judge_run(run: BatchRun, version: str) -> Verification:
+    """The verdict on one command of run_batch (SGLang's version known)."""
+    return _judge(run.code, f"{VERSION_MARKER}{version}\n{run.output}", run.output, run.seconds)
 
 
 def catalog_check(command_text: str, version: str | None = None) -> str:
