@@ -16,6 +16,10 @@ the command as given (a failure past those checks, such as an OOM, leaves the gi
 accepted too: a pass then proves the corrected command parses, no more).
 An incident whose rule says a command edit is not the fix (`fix_outside_command`: other
 processes holding the memory, the network, the install) counts apart, not as a miss.
+SGLang accepts an empty command too, so acceptance alone is not the target: "accepted and
+intent kept" counts a corrected command only when no edit dropped a typed flag that had to
+go for want of a counterpart (the edit's `intent_lost`); "intent lost" counts the accepted
+ones that did.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import json
 import re
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import tomllib
@@ -57,6 +61,7 @@ class Case:
     given_accepted: bool | None = None
     accepted: bool | None = None
     message: str = ""
+    lost: list[str] = field(default_factory=list)  # typed flags dropped with their intent
 
 
 def _sidecar_source(sidecar: Path) -> str:
@@ -112,6 +117,7 @@ def read(case: Case) -> None:
         return
     case.command, case.command_source = root.command, root.command_source
     case.corrected = root.corrected_command
+    case.lost = [e.flag for e in root.edits if e.intent_lost]
 
 
 def judge(cases: list[Case], python: str | None) -> None:
@@ -146,6 +152,8 @@ def tally(group: list[Case]) -> dict[str, int]:
         "outside_command": len(shown_here) - len(fixable),
         "offered": sum(c.corrected is not None for c in fixable),
         "accepted": sum(bool(c.accepted) for c in fixable),
+        "accepted_intent_kept": sum(bool(c.accepted) and not c.lost for c in fixable),
+        "intent_lost": sum(bool(c.accepted) and bool(c.lost) for c in fixable),
         "given_accepted": sum(bool(c.given_accepted) for c in fixable),
         "fixable": len(fixable),
         # the failures SGLang's checks reproduce here: a pass then shows the fix works
@@ -157,8 +165,9 @@ def tally(group: list[Case]) -> dict[str, int]:
 def table(cases: list[Case], key: str) -> str:
     rows = [
         f"| {key} | failures | with a command | outside the command | offered | accepted | "
-        "given accepted too | accepted where SGLang rejects the given |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "accepted and intent kept | intent lost | given accepted too | "
+        "accepted where SGLang rejects the given |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     names = sorted({getattr(c, key) for c in cases if shown(c)})
     for name in [*names, "all"]:
@@ -166,6 +175,8 @@ def table(cases: list[Case], key: str) -> str:
         rows.append(
             f"| {name} | {t['failures']} | {t['with_command']} | {t['outside_command']} | "
             f"{_share(t['offered'], t['fixable'])} | {_share(t['accepted'], t['fixable'])} | "
+            f"{_share(t['accepted_intent_kept'], t['fixable'])} | "
+            f"{_share(t['intent_lost'], t['fixable'])} | "
             f"{t['given_accepted']} | {_share(t['accepted_of_rejected'], t['given_rejected'])} |"
         )
     return "\n".join(rows)
@@ -206,7 +217,10 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             rebuilt = " (rebuilt from server_args)" if case.command_source == REBUILT else ""
             mark = "out" if case.outside else ("ok" if case.accepted else "--")
+            mark = "~~" if case.accepted and case.lost else mark
             print(f"{mark:3} {case.name} [{case.expected} / {case.rule}]{rebuilt}")
+            if case.lost:
+                print(f"      intent lost: {', '.join(case.lost)}")
             if not case.outside and not case.accepted:
                 print(f"      given: {case.command}")
                 print(f"      corrected: {case.corrected}")

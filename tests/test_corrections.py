@@ -116,7 +116,9 @@ def test_invalid_choice_with_no_choice_meant_is_dropped_to_the_default(tmp_path)
     incident = analyse(tmp_path, error, command)
     assert incident.rule_class == "argparse_invalid"
     assert incident.corrected_command == "python -m sglang.launch_server --model-path /m"
-    assert any("uses its default" in a for a in incident.advice)
+    # the last resort: the advice says what is lost, the edit carries intent_lost
+    assert any("SGLang chooses the attention backend itself" in a for a in incident.advice)
+    assert [e.intent_lost for e in incident.edits] == [True]
 
 
 def test_value_that_follows_a_flag_is_not_a_flag(tmp_path):

@@ -47,3 +47,13 @@ def test_tally_counts_fixes_outside_the_command_apart():
     assert t["outside_command"] == 1
     assert (t["offered"], t["accepted"], t["fixable"]) == (2, 1, 2)
     assert (t["accepted_of_rejected"], t["given_rejected"]) == (1, 1)
+
+
+def test_an_accepted_command_that_dropped_a_typed_flag_loses_intent():
+    cases = [
+        _case(command="a", command_source="log", corrected="b", accepted=True),
+        _case(command="a", command_source="log", corrected="c", accepted=True, lost=["--x"]),
+        _case(command="a", command_source="log", corrected="d", accepted=False, lost=["--y"]),
+    ]
+    t = tally(cases)
+    assert (t["accepted"], t["accepted_intent_kept"], t["intent_lost"]) == (2, 1, 1)

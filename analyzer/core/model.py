@@ -197,9 +197,19 @@ class Edit:
     flag: str
     to: str | None = None
     value: str | None = None
+    # a removal that loses what the user asked for: SGLang has no counterpart of the flag
+    intent_lost: bool = False
 
     def as_json(self) -> dict[str, Any]:
-        return {"op": self.op, "flag": self.flag, "to": self.to, "value": self.value}
+        found: dict[str, Any] = {
+            "op": self.op,
+            "flag": self.flag,
+            "to": self.to,
+            "value": self.value,
+        }
+        if self.intent_lost:
+            found["intent_lost"] = True
+        return found
 
 
 @dataclass

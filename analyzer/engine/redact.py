@@ -137,7 +137,7 @@ def redact_incident(incident: Incident) -> Incident:
 
 
 def _edits(edits: list[Edit]) -> list[Edit]:
-    return [Edit(e.op, e.flag, _maybe(e.to), _maybe(e.value)) for e in edits]
+    return [Edit(e.op, e.flag, _maybe(e.to), _maybe(e.value), e.intent_lost) for e in edits]
 
 
 def _verification(verification: Verification | None) -> Verification | None:

@@ -17,8 +17,12 @@ import regex
 from analyzer.core.lazy_pattern import LazyPattern
 from analyzer.core.model import Edit, Finding
 from analyzer.core.toml_data import shipped_toml
+from analyzer.repair.intent_loss import dropped
+from analyzer.repair.switch_counterparts import switch_counterpart
 from analyzer.sglang.catalog import FlagCatalog, FlagSpec, swaps_a_word
+from analyzer.sglang.choice_aliases import choice_named
 from analyzer.sglang.flag_history import shipped_history
+from analyzer.sglang.flag_words import option_in_other_words
 from analyzer.sglang.launch_command import LaunchCommand
 
 GOOD_MATCH = 0.72
@@ -85,6 +89,9 @@ def replacement_for(typed: str, catalog: FlagCatalog) -> tuple[str | None, str]:
     dashed = flag.replace("_", "-")
     if dashed != flag and catalog.canonical(dashed):
         return catalog.canonical(dashed), f"{flag} uses underscores; SGLang's flags use dashes"
+    in_words = option_in_other_words(flag, catalog)
+    if in_words is not None:
+        return in_words, f"{flag} is SGLang's {in_words} with its words cut or spelled out"
     scored = catalog.similar(flag)
     near = scored and (scored[0][1] >= TYPO_MATCH or len(scored) == 1 or scored[1][1] < GOOD_MATCH)
     if (
@@ -140,17 +147,29 @@ def rename_unrecognized(finding: Finding, ctx: FixContext) -> FixPlan:
         target, note = replacement_for(flag, ctx.catalog)
         plan.notes.append(note)
         if target is None:
-            # nothing to rename it to: a command SGLang accepts drops it (and says so)
+            tp = int_value(ctx.value("--tp-size"))
+            counterpart = switch_counterpart(flag, ctx.command, ctx.catalog, tp)
+            if counterpart is not None and ctx.command.has(flag):
+                plan.edits.append(counterpart[0])
+                plan.notes.append(counterpart[1])
+                continue
+            # no counterpart in the history, the vocabulary or the foreign names: the last
+            # resort drops it, and says what is lost
             if ctx.command.has(flag):
-                plan.edits.append(Edit("remove", flag))
-                if flag not in foreign_flags():
-                    plan.notes.append(f"dropping {flag}: {ctx.catalog.release} has no such flag")
+                edit, lost = dropped(flag, ctx.command.get(flag), ctx.catalog)
+                plan.edits.append(edit)
+                plan.notes.append(lost)
             continue
         if ctx.typed(target):
             plan.edits.append(Edit("remove", flag))
             plan.notes.append(f"{target} is already set; dropping {flag}")
             continue
         value = ctx.command.get(flag)
+        change = shipped_history().change(flag, ctx.catalog)
+        if change is not None and change.replacement == target and change.value is not None:
+            # the deprecation names the value too: a switch that became one value of an option
+            plan.edits.append(Edit("rename", flag, to=target, value=change.value))
+            continue
         chain = _speculated_tokens(flag, value, ctx)
         if chain is not None:
             plan.edits.extend(chain.edits)
@@ -206,8 +225,8 @@ def _fix_choice(message: str, ctx: FixContext) -> FixPlan | None:
     if not ctx.command.has(flag):
         return FixPlan([], [accepts])
     # none of them is the value meant: without the flag SGLang takes its default
-    dropping = f"dropping {long} {found['value']!r}: SGLang then uses its default"
-    return FixPlan([Edit("remove", flag)], [accepts, dropping])
+    edit, lost = dropped(flag, found["value"], ctx.catalog)
+    return FixPlan([edit], [accepts, lost])
 
 
 CHOOSE_FROM = LazyPattern(r"\(choose from (?P<choices>[^()]*)\)\s*$")
@@ -269,7 +288,9 @@ def _matching_choice(value: str, choices: tuple) -> str | None:
         if _normalise(str(choice)) == wanted:
             return str(choice)
     alias = value_aliases().get(value.lower())
-    return alias if isinstance(alias, str) and alias in map(str, choices) else None
+    if isinstance(alias, str) and alias in map(str, choices):
+        return alias
+    return choice_named(value, choices)
 
 
 def _normalise(value: str) -> str:
@@ -323,11 +344,29 @@ def _fix_ambiguous(message: str, ctx: FixContext) -> FixPlan | None:
     if change is None or change.replacement is None:
         meant = _option_for_value(found["flag"], options, ctx)
         if meant is None:
-            return FixPlan([], [note])
+            return FixPlan([], [note, *_described(options, ctx.catalog)])
         notes = [note, f"of these, only {meant} takes a value like the one given"]
         return FixPlan([Edit("rename", found["flag"], to=meant)], notes, [meant])
     notes = [note, change.explain(ctx.catalog.version)]
     return FixPlan([Edit("rename", found["flag"], to=change.replacement)], notes)
+
+
+def _described(options: list[str], catalog: FlagCatalog) -> list[str]:
+    """What each option a prefix could mean takes, from the catalog: its type or choices."""
+    described = []
+    for option in options:
+        spec = catalog.spec(option)
+        if spec is None or spec.long != option:
+            continue
+        takes = (
+            "a switch"
+            if not spec.takes_value
+            else f"one of {', '.join(map(str, spec.choices))}"
+            if spec.choices
+            else f"a {spec.type or 'str'}"
+        )
+        described.append(f"{option} takes {takes}: {spec.help}".rstrip(": "))
+    return described
 
 
 PATH_WORDS = LazyPattern(r"(?i)\b(?:path|directory|dir|file)\b")
@@ -344,6 +383,9 @@ def _option_for_value(typed: str, options: list[str], ctx: FixContext) -> str | 
     specs = {s.dest: s for o in options if (s := ctx.catalog.spec(o)) is not None}
     value = argument.value
     fitting = [s for s in specs.values() if _takes(s, value)]
+    if len(fitting) > 1:
+        # an option the command already sets in full is not the one the prefix meant
+        fitting = [s for s in fitting if not ctx.typed(s.long)]
     return fitting[0].long if len(fitting) == 1 else None
 
 

@@ -15,11 +15,13 @@ it, and turning speculative decoding off costs most.
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass, field
 
 from analyzer.core.model import Edit, Finding
 from analyzer.repair.conditions import CommandValues, Unknown, site_fails
 from analyzer.repair.fixes import FixPlan
+from analyzer.repair.intent_loss import dropped
 from analyzer.repair.predict import Predicted, predict
 from analyzer.rulebook.command_checks import check_command
 from analyzer.sglang.catalog import FlagCatalog, FlagSpec
@@ -172,7 +174,7 @@ def _children(
     """The next round: the problem's own fix, else edits of the flags it names."""
     plans = [problem.plan] if problem.plan.edits else []
     if problem.site is not None or not plans:
-        plans += _flag_plans(edited, catalog, problem.flags, problem.site is not None)
+        plans += _flag_plans(edited, catalog, problem.flags, problem.site is not None, problem.site)
     return [
         Candidate([*parent.edits, *p.edits], [*parent.notes, *p.notes], parent.seed) for p in plans
     ]
@@ -237,19 +239,25 @@ def _seeds(
                 seeds.append(Candidate(list(problem.plan.edits), list(problem.plan.notes), index))
     if failing.parser or failing.site is None:
         return seeds  # argparse errors: the parser checks decide; no site: the rule's fix only
-    plans = _flag_plans(command, catalog, failing.flags, failing.judged)
+    plans = _flag_plans(command, catalog, failing.flags, failing.judged, failing.site)
     for index, extra in enumerate(plans, 1):
         seeds.append(Candidate(list(extra.edits), list(extra.notes), index))
     return seeds
 
 
 def _flag_plans(
-    command: LaunchCommand, catalog: FlagCatalog, flags: list[str], judged: bool
+    command: LaunchCommand,
+    catalog: FlagCatalog,
+    flags: list[str],
+    judged: bool,
+    site: ErrorSite | None = None,
 ) -> list[FixPlan]:
     """One-edit plans over the flags a check reads: other values, removal, a switch on.
 
     New numbers only for a check whose condition is evaluated (`judged`): elsewhere any
-    number would be a guess that merely touches the flag.
+    number would be a guess that merely touches the flag. A character the condition
+    forbids is replaced, keeping the rest of the value. Removal comes last and says what
+    is lost.
     """
     typed = {catalog.canonical(a.flag): a.value for a in command.arguments}
     numbers = [n for f in flags if (n := _int(typed.get(f))) is not None]
@@ -267,11 +275,40 @@ def _flag_plans(
         for new in _values(spec, value, others) if judged or spec.choices else []:
             note = f"{flag} {value} -> {new}: the nearest value the check accepts"
             plans.append(FixPlan([Edit("set", flag, value=new)], [note]))
+        for new, char in _without_forbidden(spec, value, site):
+            note = f"{flag} {value} -> {new}: SGLang's check refuses {char!r} in it"
+            plans.append(FixPlan([Edit("set", flag, value=new)], [note]))
         if flag not in KEPT_FLAGS:
-            plans.append(
-                FixPlan([Edit("remove", flag)], [f"{flag} removed: it cannot stay as given"])
-            )
+            edit, lost = dropped(flag, value, catalog)
+            plans.append(FixPlan([edit], [f"{flag} cannot stay as given; {lost}"]))
     return plans
+
+
+FORBIDDEN = re.compile(r"""(?P<q>['"])(?P<char>[^'"\\])(?P=q) not in (?:\w+\.)*(?P<dest>\w+)""")
+STAND_INS = ("-", "_", ".")
+
+
+def _without_forbidden(
+    spec: FlagSpec, value: str | None, site: ErrorSite | None
+) -> list[tuple[str, str]]:
+    """The value with each character the site's condition forbids in it replaced (`':' not
+    in cfg.served_model_name`): by the first separator the condition does not forbid too."""
+    if value is None or site is None or not site.condition:
+        return []
+    forbidden = {
+        found["char"]
+        for found in FORBIDDEN.finditer(site.condition)
+        if found["dest"] == spec.dest and found["char"] in value
+    }
+    if not forbidden:
+        return []
+    stand_in = next((c for c in STAND_INS if c not in forbidden), None)
+    if stand_in is None:
+        return []
+    new = value
+    for char in sorted(forbidden):
+        new = new.replace(char, stand_in)
+    return [(new, "".join(sorted(forbidden)))]
 
 
 def _switch_is_judged(command: LaunchCommand, catalog: FlagCatalog, flag: str) -> bool:

@@ -11,12 +11,29 @@ not", never to a release we have not seen.
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass
 from functools import cache
 
-from analyzer.sglang.catalog import FlagCatalog, FlagSpec, all_catalogs, version_key
+from analyzer.core.package_files import package_files
+from analyzer.sglang.catalog import (
+    CATALOG_PACKAGE,
+    FlagCatalog,
+    FlagSpec,
+    all_catalogs,
+    version_key,
+)
 
 KNOWN = ("exact", "alias")
+# SGLang's deprecation help: "[Deprecated] Use --x instead.", "Deprecated. Use --x=v instead.",
+# "(Deprecated: use --x=auto) ...", "... is deprecated now. Please use --x instead."
+SUCCESSOR = re.compile(
+    r"(?i)(?P<lead>^\W*deprecated\W+)?\buse\s+[`'\"]?(?P<flag>--[a-z0-9]+(?:-[a-z0-9]+)*)"
+    r"(?:[= ](?P<value>(?!instead\b)[A-Za-z0-9_.]*[A-Za-z0-9_]))?[`'\"]?(?P<instead>\s+instead)?"
+)
+SAME_HELP_WORDS = 4  # a help text this long, word for word, is one setting's
+CHAIN = 4  # successors followed through releases at most
 
 
 @dataclass(frozen=True)
@@ -28,7 +45,8 @@ class FlagVersionChange:
     the newest shipped one before it that does not.
     `kind` "unlisted": the catalog in use is the user's usage text (a release the shipped
     ones cannot place), and the shipped releases `first_seen` to `last_seen` have it.
-    `replacement` is the option of the catalog in use that sets the same field.
+    `replacement` is the option of the catalog in use that sets the same field, or the one
+    a deprecation help text names as its successor (`value`: the value it names with it).
     """
 
     flag: str
@@ -37,10 +55,13 @@ class FlagVersionChange:
     last_seen: str | None = None
     gone_in: str | None = None
     first_seen: str | None = None
+    value: str | None = None
 
     def explain(self, current: str) -> str:
         """One sentence for the advice, naming only flags of the catalog in use."""
         same = f"; use {self.replacement} (the same setting)" if self.replacement else ""
+        if self.replacement and self.value is not None:
+            same = f"; use {self.replacement} {self.value} (its deprecation names it)"
         if self.kind == "unlisted":
             return (
                 f"{self.flag} is an option of sglang {self.first_seen}-{self.last_seen}, but "
@@ -88,8 +109,11 @@ class FlagHistory:
         if last is not None:
             gone = next((c for c in self.catalogs if _after(c, last)), current)
             spec = last.resolve(flag).spec
+            replacement, value = _same_setting(spec, last, current), None
+            if replacement is None:
+                replacement, value = self.successor(flag, current)
             return FlagVersionChange(
-                flag, "removed", _same_setting(spec, last, current), last.version, gone.version
+                flag, "removed", replacement, last.version, gone.version, value=value
             )
         first = next((c for c in newer if _knows(c, flag)), None)
         if first is not None:
@@ -105,6 +129,37 @@ class FlagHistory:
                 gone_in=before[-1].version if before else current.version,
             )
         return None
+
+    def successor(
+        self, flag: str, current: FlagCatalog, depth: int = CHAIN
+    ) -> tuple[str | None, str | None]:
+        """The option of `current` that took over a removed flag's job: the one its
+        deprecation help names (followed through later renames), else the one option whose
+        help says word for word what its help said. With the value the help names."""
+        for catalog in reversed(self.catalogs):
+            spec = catalog.resolve(flag).spec
+            if spec is None or catalog.resolve(flag).kind not in KNOWN:
+                continue
+            said = deprecations().get(catalog.version, {})
+            named = _named_successor(said.get(flag) or said.get(spec.long) or spec.help)
+            if named is not None and depth > 0:
+                target, value = named
+                found = current.resolve(target)
+                if found.kind in KNOWN and found.spec is not None:
+                    fits = (
+                        found.spec.takes_value == spec.takes_value
+                        if value is None
+                        else (current.check_value(found.spec.long, value) is None)
+                    )
+                    if fits:
+                        return found.spec.long, value
+                later = self.successor(target, current, depth - 1)
+                if later[0] is not None:
+                    return later[0], later[1] or value
+            same = _same_help(spec, current)
+            if same is not None:
+                return same, None
+        return None, None
 
     def spelling(self, flag: str, current: FlagCatalog) -> str:
         """`flag` as the newest shipped release writes the option, when `current` accepts
@@ -158,6 +213,35 @@ def _same_setting(spec: FlagSpec | None, source: FlagCatalog, current: FlagCatal
         if target is not None and target.takes_value == spec.takes_value:
             return target.long
     return None
+
+
+@cache
+def deprecations() -> dict[str, dict[str, str]]:
+    """Per release, a retired flag's deprecation text (analyzer/sglang/flag_successors_build.py)."""
+    path = package_files(CATALOG_PACKAGE).joinpath("flag_successors.json")
+    try:
+        return json.loads(path.read_text("utf-8")).get("releases", {})
+    except (OSError, ValueError):
+        return {}
+
+
+def _named_successor(help_text: str) -> tuple[str, str | None] | None:
+    for found in SUCCESSOR.finditer(help_text):
+        if found["lead"] is not None or found["instead"] is not None:
+            return found["flag"], found["value"]
+    return None
+
+
+def _same_help(spec: FlagSpec, current: FlagCatalog) -> str | None:
+    text = " ".join(spec.help.split())
+    if len(text.split()) < SAME_HELP_WORDS:
+        return None
+    same = {
+        s.long
+        for s in current.specs
+        if " ".join(s.help.split()) == text and s.takes_value == spec.takes_value
+    }
+    return same.pop() if len(same) == 1 else None
 
 
 @cache
