@@ -38,6 +38,7 @@ from analyzer.engine.link import (
 )
 from analyzer.engine.literal_scan import LiteralFinder, finder_for, scan_chunks
 from analyzer.engine.match import match_rules
+from analyzer.engine.one_cause import number_consequences
 from analyzer.engine.redact import redact_report
 from analyzer.engine.scan import scan_lines
 from analyzer.engine.survival import (
@@ -437,6 +438,7 @@ def _finish(
     ordered = incidents_stage.per_attempt(
         ordered, lambda group: _drop_redundant(group, alone), by_ref=True
     )
+    number_consequences(ordered)
     warnings = [f"{s.path}: {note}" for s in summaries for note in s.notes]
     return incidents_stage.build_report(
         summaries, ordered, last_lines, warnings, _report_catalog(ordered, summaries, context)

@@ -126,9 +126,11 @@ def _findings(
     busy = _busy_gpus(attempt)
     oom = [i for i in own if i.rule_class == "oom"]
     if busy and oom:
-        added.append(_gpus_incident(attempt, busy, source))
+        cause = _gpus_incident(attempt, busy, source)
+        added.append(cause)
         for incident in oom:
             _withdraw_memory_edits(incident, attempt.number)
+            incident.cause = cause  # one OOM under the GPUs held, however many ranks print it
     if outcome == "failed" and not own:
         causes = silent_causes(attempt, busy, diff, last_working, session)
         added.append(silent_incident(attempt, causes, source))
