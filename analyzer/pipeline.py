@@ -54,6 +54,7 @@ from analyzer.rulebook.command_checks import check_command
 from analyzer.rulebook.features import traceback_flags
 from analyzer.rulebook.vocabulary import CATALOG_RULE_PREFIXES, Rule, all_triggers, load_rules
 from analyzer.sglang.catalog import FlagCatalog, all_catalogs, load_catalog
+from analyzer.sglang.derived_fields import unknown_in_rebuilt
 from analyzer.sglang.releases import VersionChoice, by_messages, choose_for_text, choose_version
 from analyzer.sglang.usage_text import catalog_for_usage
 from analyzer.transcripts.detect import FORMAT_NAMES, detect_kind, is_transcript_folder
@@ -332,6 +333,10 @@ def _command_incidents(log: ScannedLog, context: _Context) -> list[Incident]:
     if choice is None:
         return []
     findings = check_command(choice.command, context.catalog, log.server_args, log)
+    if choice.source == "reconstructed":
+        findings = [
+            f for f in findings if not unknown_in_rebuilt(f.flags, choice.command, context.catalog)
+        ]
     return [_incident(f, CHECK_RULES[f.match.rule_id], log, context) for f in findings]
 
 

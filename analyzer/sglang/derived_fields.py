@@ -8,7 +8,8 @@ import json
 from functools import cache
 
 from analyzer.core.package_files import package_files
-from analyzer.sglang.catalog import version_key
+from analyzer.sglang.catalog import FlagCatalog, version_key
+from analyzer.sglang.launch_command import LaunchCommand
 
 CATALOG_PACKAGE = "analyzer.catalogs"
 PREFIX, SUFFIX = "derived-", ".json"
@@ -43,3 +44,15 @@ def derived_fields(version: str | None) -> frozenset[str]:
         except (OSError, ValueError, KeyError):
             continue
     return frozenset(fields)
+
+
+def unknown_in_rebuilt(flags: list[str], command: LaunchCommand, catalog: FlagCatalog) -> bool:
+    """Whether a check's finding on a command rebuilt from server_args rests on a flag the
+    rebuilt command leaves out because SGLang may set it: whether the user typed it is
+    unknown, so its absence shows nothing."""
+    derived = derived_fields(catalog.version)
+    for flag in flags:
+        spec = catalog.spec(flag)
+        if spec is not None and spec.dest in derived and command.get(flag) is None:
+            return True
+    return False
