@@ -32,6 +32,7 @@ from analyzer.engine.guarded_frames import possibly_set, with_evidence
 from analyzer.engine.link import (
     canonical_flag,
     exception_flags,
+    feature_text,
     link,
     reported_flags,
     site_flags,
@@ -52,6 +53,7 @@ from analyzer.engine.survival import (
 from analyzer.rulebook.check_rules import CHECK_RULES
 from analyzer.rulebook.command_checks import check_command
 from analyzer.rulebook.features import traceback_flags
+from analyzer.rulebook.shown_features import shown_features
 from analyzer.rulebook.vocabulary import CATALOG_RULE_PREFIXES, Rule, all_triggers, load_rules
 from analyzer.sglang.catalog import FlagCatalog, all_catalogs, load_catalog
 from analyzer.sglang.derived_fields import unknown_in_rebuilt
@@ -363,8 +365,16 @@ def _incident(
         before_line=match.line.number,
         source_kind=command_source,
     )
-    proposal = propose(finding, rule, choice, context.catalog, log.server_args)
     traceback = _traceback_of(match, log)
+    # what holds only with a feature the command, the record or the frames show
+    shown = shown_features(
+        choice.command if choice else None, log.server_args, traceback, context.catalog
+    )
+    more, advice = feature_text(rule, match.groups, shown)
+    if more or advice:
+        explanation = f"{finding.explanation} {more}".strip()
+        finding = replace(finding, explanation=explanation, advice=[*finding.advice, *advice])
+    proposal = propose(finding, rule, choice, context.catalog, log.server_args)
     # the flags the message names, then those whose code path failed that the user set,
     # then the rule's own (often its advice: --disable-cuda-graph for any capture failure)
     fixed = {canonical_flag(f, context.catalog) for f in rule.flags}
