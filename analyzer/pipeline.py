@@ -390,15 +390,18 @@ def _incident(
     # the flags its exception message spells (an option, a field, a field in prose)
     named = exception_flags(traceback, context.catalog, choice.command if choice else None)
     flags.extend(f for f in named if f not in flags)
-    explanation = with_evidence(
-        finding.explanation, faulty, traceback, context.catalog, command, context.shown
-    )
     found = _raise_site(match, context)
+    family = found.family if found is not None and rule.generic else None
+    explanation = finding.explanation
+    if rule.unclassified_explanation and family is None:  # no catalog family places it
+        explanation = f"{explanation} {rule.unclassified_explanation}".strip()
+    explanation = with_evidence(
+        explanation, faulty, traceback, context.catalog, command, context.shown
+    )
     if found is not None:
         blamed = site_flags(found.site, context.catalog, choice.command if choice else None)
         flags.extend(f for f in blamed if f not in flags)
         explanation = f"{explanation} {found.sentence()}".strip()
-    family = found.family if found is not None and rule.generic else None
     # the catch-all crash raised inside a phase that classes anything raised there
     phase = None
     if rule.generic and not family and traceback:

@@ -27,6 +27,8 @@ One file per rule. The vocabulary (documented in rules/README.md):
                                      shown_features.py: the command, server_args, frames)
     feature_explanation              {feature = text}: added to the explanation only if the
                                      input shows that feature
+    unclassified_explanation         a generic rule's text (no placeholders) added only when no
+                                     raise-site family classifies the incident
     [doc] detects, why, fix          the rule's documentation
     [[cases]] lines, fires           inline examples the generic test runner checks
 """
@@ -56,7 +58,7 @@ KNOWN_KEYS = {
     "id", "class", "title", "severity", "scope", "triggers", "patterns", "frame", "frameless", "code",
     "innermost", "requires", "flags", "flags_group", "logic", "fix", "priority", "alone", "generic",
     "outlives_serving", "outside_command", "explanation", "advice", "doc", "cases",
-    "feature_explanation",
+    "feature_explanation", "unclassified_explanation",
 }  # fmt: skip
 # the rule ids of incidents a catalog classed, not a rule file: a raise-site family's
 # (raise_site_rules.py), a frame phase's (frame_phases.py); here so the pipeline names them
@@ -113,6 +115,7 @@ class Rule:
     advice: tuple[Advice, ...] = ()
     # (feature, text): explanation text that holds only when the input shows the feature
     feature_explanation: tuple[tuple[str, str], ...] = ()
+    unclassified_explanation: str = ""
     triggers: tuple[str, ...] = ()
     patterns: tuple[LazyPattern, ...] = ()
     frame: LazyPattern | None = None
@@ -243,6 +246,7 @@ def _build(data: dict[str, Any], path: str) -> Rule:
         explanation=str(data.get("explanation", "")),
         advice=tuple(_advice(a) for a in data.get("advice", [])),
         feature_explanation=_feature_texts(data.get("feature_explanation", {})),
+        unclassified_explanation=str(data.get("unclassified_explanation", "")),
         triggers=triggers,
         patterns=patterns,
         frame=_optional_pattern(data, "frame"),
