@@ -38,6 +38,7 @@ from analyzer.engine.link import (
     site_flags,
 )
 from analyzer.engine.literal_scan import LiteralFinder, finder_for, scan_chunks
+from analyzer.engine.loading_blame import LOADING_CLASSES, loading_flags
 from analyzer.engine.match import match_rules
 from analyzer.engine.one_cause import number_consequences
 from analyzer.engine.redact import redact_report
@@ -415,8 +416,12 @@ def _incident(
             f" It was raised during {phase.phase.text} ({phase.where}:{phase.frame.lineno} in "
             f"{phase.frame.function}): a {phase.phase.rule_class} failure."
         )
+    rule_class = family.rule_class if family else finding.rule_class
+    if rule_class in LOADING_CLASSES:  # the path that failed, not the sizes loading read
+        shown = [line.body for line in match.evidence]
+        flags = loading_flags(flags, {*faulty, *ran}, shown, command)
     return Incident(
-        rule_class=family.rule_class if family else finding.rule_class,
+        rule_class=rule_class,
         rule=family.rule_id if family else (phase.phase.rule_id if phase else rule.id),
         title=family.title if family else finding.title,
         severity=family.severity if family else finding.severity,
