@@ -418,8 +418,8 @@ def _incident(
         )
     rule_class = family.rule_class if family else finding.rule_class
     if rule_class in LOADING_CLASSES:  # the path that failed, not the sizes loading read
-        shown = [line.body for line in match.evidence]
-        flags = loading_flags(flags, {*faulty, *ran}, shown, command)
+        said = [line.body for line in match.evidence]
+        flags = loading_flags(flags, {*faulty, *ran}, said, command)
     return Incident(
         rule_class=rule_class,
         rule=family.rule_id if family else (phase.phase.rule_id if phase else rule.id),
