@@ -338,7 +338,7 @@ def _command_incidents(log: ScannedLog, context: _Context) -> list[Incident]:
     findings = check_command(choice.command, context.catalog, log.server_args, log)
     if choice.source == "reconstructed":
         findings = [
-            f for f in findings if not unknown_in_rebuilt(f.flags, choice.command, context.catalog)
+            f for f in findings if not unknown_in_rebuilt(f.edits, choice.command, context.catalog)
         ]
     return [_incident(f, CHECK_RULES[f.match.rule_id], log, context) for f in findings]
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from functools import cache
 
+from analyzer.core.model import Edit
 from analyzer.core.package_files import package_files
 from analyzer.sglang.catalog import FlagCatalog, version_key
 from analyzer.sglang.launch_command import LaunchCommand
@@ -46,13 +47,13 @@ def derived_fields(version: str | None) -> frozenset[str]:
     return frozenset(fields)
 
 
-def unknown_in_rebuilt(flags: list[str], command: LaunchCommand, catalog: FlagCatalog) -> bool:
-    """Whether a check's finding on a command rebuilt from server_args rests on a flag the
-    rebuilt command leaves out because SGLang may set it: whether the user typed it is
-    unknown, so its absence shows nothing."""
+def unknown_in_rebuilt(edits: list[Edit], command: LaunchCommand, catalog: FlagCatalog) -> bool:
+    """Whether a check's finding on a command rebuilt from server_args rests on the absence
+    of a flag the rebuilt command leaves out because SGLang may set it (its fix adds it):
+    whether the user typed it is unknown, so its absence shows nothing."""
     derived = derived_fields(catalog.version)
-    for flag in flags:
-        spec = catalog.spec(flag)
-        if spec is not None and spec.dest in derived and command.get(flag) is None:
+    for edit in edits:
+        spec = catalog.spec(edit.flag) if edit.op == "add" else None
+        if spec is not None and spec.dest in derived and command.get(edit.flag) is None:
             return True
     return False

@@ -78,24 +78,38 @@ def assigned_in(tree: ast.Module, rel: str, default_of: dict[str, Any]) -> dict[
             # `F=alias(cfg.F)`) keeps it the user's; resetting F to its default gives none
             if field not in dests or field in found:
                 return
+            default = default_of[field]
+            if any(_pins_default(t, field, holders, guards, default) for t in tests(node)):
+                found[field] = node.lineno  # type: ignore[attr-defined]
+                return  # filled in where the user left the default, whatever it reads
             if value is not None and (
                 _reads(value, field, holders, guards) or _is_default(value, default_of[field])
             ):
                 return
-            if not any(_requires_set(test, field, holders, guards) for test in tests(node)):
+            if not any(_requires_set(t, field, holders, guards, default) for t in tests(node)):
                 found[field] = node.lineno  # type: ignore[attr-defined]
 
+        spread = _spread_names(function)
         for node in ast.walk(function):
             if isinstance(node, ast.Call) and call_name(node.func) in RESOLUTION_CALLS:
                 for keyword in node.keywords:
                     note(keyword.arg, node, keyword.value)
+            elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict):
+                # `fields = {"F": v}` later spread into declare_resolution(**fields)
+                if any(isinstance(t, ast.Name) and t.id in spread for t in node.targets):
+                    for key, value in zip(node.value.keys, node.value.values, strict=True):
+                        if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                            note(key.value, node, value)
             elif isinstance(node, ast.Call) and call_name(node.func) == "setattr":
                 key = node.args[1] if len(node.args) > 1 else None
                 if isinstance(key, ast.Constant) and isinstance(key.value, str):
                     note(key.value, node, node.args[2] if len(node.args) > 2 else None)
-            elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 for target in targets:
+                    key = _spread_key(target, spread)  # `fields["F"] = v`, spread likewise
+                    if key is not None:
+                        note(key, node, node.value if isinstance(node, ast.Assign) else None)
                     for part in ast.walk(target):  # `a.x, a.y = ...` too
                         if isinstance(part, ast.Attribute) and _holds(part.value, holders, guards):
                             value = node.value if isinstance(node, ast.Assign) else None
@@ -105,6 +119,44 @@ def assigned_in(tree: ast.Module, rel: str, default_of: dict[str, Any]) -> dict[
                     for key, value in zip(node.value.keys, node.value.values, strict=True):
                         if isinstance(key, ast.Constant) and isinstance(key.value, str):
                             note(key.value, node, value)
+    return found
+
+
+def _spread_names(function: ast.AST) -> set[str]:
+    """Names a function spreads into SGLang's resolution call: `declare_resolution(**x)`."""
+    return {
+        keyword.value.id
+        for node in ast.walk(function)
+        if isinstance(node, ast.Call) and call_name(node.func) in RESOLUTION_CALLS
+        for keyword in node.keywords
+        if keyword.arg is None and isinstance(keyword.value, ast.Name)
+    }
+
+
+def _spread_key(target: ast.expr, spread: set[str]) -> str | None:
+    if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+        key = target.slice
+        if target.value.id in spread and isinstance(key, ast.Constant):
+            return key.value if isinstance(key.value, str) else None
+    return None
+
+
+def resolvable_fields(tree: ast.Module) -> dict[str, int]:
+    """0.5.19+ field declarations marked `Arg(..., resolvable=True)`: SGLang resolves them."""
+    found: dict[str, int] = {}
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)):
+            continue
+        for call in ast.walk(node.annotation):
+            if isinstance(call, ast.Call) and call_name(call.func) == "Arg":
+                marked = any(
+                    k.arg == "resolvable"
+                    and isinstance(k.value, ast.Constant)
+                    and k.value.value is True
+                    for k in call.keywords
+                )
+                if marked:
+                    found.setdefault(node.target.id, node.lineno)
     return found
 
 
@@ -139,11 +191,14 @@ def _enclosing_tests(function: ast.AST):
     return lambda node: parent_test.get(id(node), [])
 
 
-def _requires_set(test: ast.expr, field: str, holders: set[str], guards: Guards) -> bool:
-    """Whether `test` holds only when `field` has a value (truthy, not None, equal to or in
-    constants): every part of an `and`, one part suffices."""
+def _requires_set(
+    test: ast.expr, field: str, holders: set[str], guards: Guards, default: Any = None
+) -> bool:
+    """Whether `test` holds only when `field` has a value of the user's (truthy, not None,
+    equal to or in constants that are not its default): every part of an `and`, one part
+    suffices."""
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
-        return any(_requires_set(v, field, holders, guards) for v in test.values)
+        return any(_requires_set(v, field, holders, guards, default) for v in test.values)
     if isinstance(test, ast.Attribute):
         return test.attr == field and _holds(test.value, holders, guards)
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
@@ -157,7 +212,27 @@ def _requires_set(test: ast.expr, field: str, holders: set[str], guards: Guards)
         if isinstance(right, ast.Constant) and right.value in (None, False):
             return False
         constant = isinstance(right, (ast.Constant, ast.Tuple, ast.List, ast.Set))
-        return isinstance(op, (ast.Eq, ast.In)) and constant
+        if not (isinstance(op, (ast.Eq, ast.In)) and constant):
+            return False
+        values = [right] if isinstance(right, ast.Constant) else right.elts  # type: ignore[attr-defined]
+        # `F == "auto"` with "auto" its default: SGLang filling in the default, not a rewrite
+        return not any(_is_default(v, default) for v in values)
+    return False
+
+
+def _pins_default(
+    test: ast.expr, field: str, holders: set[str], guards: Guards, default: Any
+) -> bool:
+    """Whether `test` holds only while `field` still has its default (`F is None`,
+    `F == "auto"`): every part of an `and`, one part suffices."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return any(_pins_default(v, field, holders, guards, default) for v in test.values)
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        left, op, right = test.left, test.ops[0], test.comparators[0]
+        if not (isinstance(left, ast.Attribute) and left.attr == field):
+            return False
+        pinned = isinstance(op, (ast.Eq, ast.Is)) and _is_default(right, default)
+        return pinned and _holds(left.value, holders, guards)
     return False
 
 
@@ -180,7 +255,8 @@ def build_derived_fields(package: Path, flag_catalog: dict[str, Any]) -> dict[st
         if tree is None:
             continue
         rel = path.relative_to(package).as_posix()
-        for field, line in assigned_in(tree, rel, default_of).items():
+        marked = {f: n for f, n in resolvable_fields(tree).items() if f in long_of}
+        for field, line in {**marked, **assigned_in(tree, rel, default_of)}.items():
             fields.setdefault(field, {"flag": long_of[field], "site": f"sglang/{rel}:{line}"})
     return {
         "sglang_version": flag_catalog.get("sglang_version") or package_version(package),
