@@ -12,6 +12,7 @@ from typing import Any
 from analyzer.core import toml_data
 from analyzer.core.model import Traceback
 from analyzer.sglang.catalog import FlagCatalog
+from analyzer.sglang.derived_fields import derived_fields
 from analyzer.sglang.launch_command import LaunchCommand
 
 
@@ -64,9 +65,10 @@ def _in_command(feature: ShownFeature, command: LaunchCommand | None, catalog: F
 def _in_record(
     feature: ShownFeature, server_args: dict[str, Any] | None, catalog: FlagCatalog
 ) -> bool:
+    derived = derived_fields(catalog.version)  # SGLang's own values show no choice
     for dest, value in (server_args or {}).items():
         spec = catalog.by_dest(dest)
-        if spec is None or not _is_feature_flag(feature, spec.long):
+        if spec is None or dest in derived or not _is_feature_flag(feature, spec.long):
             continue
         if value not in (None, False, [], {}, "") and value != spec.default:
             return True
