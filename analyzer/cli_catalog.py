@@ -28,7 +28,7 @@ def catalog_build(
     from analyzer.core.output import replaced_atomically
 
     # the catalogs mined from the same release's source, written beside the flag catalog
-    names = ("error_catalog", "code_paths", "flag_lines", "guarded_code")
+    names = ("error_catalog", "code_paths", "flag_lines", "guarded_code", "derived_fields")
     miners = [import_module(f"analyzer.sglang.{name}_build").MINER for name in names]
     try:
         write_catalog(str(output))

@@ -47,14 +47,14 @@ class Case:
 
 CASES = (
     Case(
-        "real_healthy_cpu_serve_and_stop",
+        "neg_real_healthy_cpu_serve_and_stop",
         "",
         ("Hello",),
         "Serves one request and stops on SIGINT; the shutdown kills the subprocess tree "
         "(`Subprocess detokenizer ... crashed with exit code -9`): shutdown noise.",
     ),
     Case(
-        "real_healthy_cpu_alarming_requests",
+        "neg_real_healthy_cpu_alarming_requests",
         "--log-requests",
         (
             "Why did my job print CUDA error: invalid device ordinal and then Killed?",

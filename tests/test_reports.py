@@ -247,6 +247,10 @@ def _split_fences(text: str) -> tuple[str, str]:
     return "\n".join(outside), "\n".join(inside)
 
 
+def _word(i: int) -> str:
+    return "listener " + "abcdefghijklmnopqrstuvwxyz"[i] * 3
+
+
 def test_code_span_holds_backticks():
     assert code_span("plain") == "`plain`"
     assert code_span("a `b` c") == "`` a `b` c ``"
@@ -255,7 +259,8 @@ def test_code_span_holds_backticks():
 
 def test_markdown_stays_under_the_limit_and_keeps_the_verdict(tmp_path):
     lines = [
-        f"[2026-03-02 10:01:{i:02d} TP{i}] Address already in use: port {i}" for i in range(20)
+        # distinct words: lines that differ only in numbers are one failure (one incident)
+        f"[2026-03-02 10:01:{i:02d} TP{i}] Address already in use: {_word(i)}" for i in range(20)
     ]
     report = analyze([_write_log(tmp_path, "many.log", lines)])
     # Inflate the evidence (a 60 KB line is what the reader keeps at most, times a few).
@@ -369,8 +374,7 @@ def test_annotations_locate_only_files_in_the_workspace(tmp_path, monkeypatch):
 
 def test_annotations_cap_at_ten_and_summarise_the_rest(tmp_path):
     lines = [
-        f"[2026-03-02 10:01:{i:02d} TP{i}] Address already in use: port {30000 + i}"
-        for i in range(14)
+        f"[2026-03-02 10:01:{i:02d} TP{i}] Address already in use: {_word(i)}" for i in range(14)
     ]
     report = analyze([_write_log(tmp_path, "many.log", lines)])
     assert len(report.incidents) == 14

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from analyzer.blame.fault_flags import fault_flags
 from analyzer.blame.guarded_frames import possibly_set, with_evidence
 from analyzer.blame.link import canonical_flag, exception_flags, reported_flags, site_flags
+from analyzer.blame.loading_blame import loading_flags
 from analyzer.sglang.features import traceback_flags
 
 if TYPE_CHECKING:
@@ -56,6 +57,7 @@ def attribute(
     rule_flags: Iterable[str] = (),
     proposed: Iterable[str] = (),
     code_paths: bool = True,
+    loading: Iterable[str] | None = None,
 ) -> Blame:
     """The flags to blame for `finding` (None: the traceback no rule explains).
 
@@ -65,6 +67,8 @@ def attribute(
     for any capture failure), the features the traceback ran through, the flags the
     exception message spells and those the raise `site` reads. A traceback no rule
     explains: with a site, the site's flags first; without one, the message's first.
+    A loading failure (`loading`: its evidence lines) blames the path that failed, not the
+    sizes its frames passed through (loading_blame.py).
     """
     faulty = fault_flags(traceback, catalog, command, code_paths, shown)
     ran = traceback_flags(traceback, possibly_set(command, catalog))
@@ -81,6 +85,8 @@ def attribute(
     flags: list[str] = []
     for part in order:
         flags.extend(f for f in part if f not in flags)
+    if loading is not None:
+        flags = loading_flags(flags, {*faulty, *ran}, loading, command)
     return Blame(reported_flags(flags, catalog), faulty, traceback, catalog, command, shown)
 
 

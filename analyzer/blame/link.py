@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import string
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from analyzer.core.model import Finding, Match, Traceback
@@ -167,7 +168,25 @@ def canonical_flag(name: str, catalog: FlagCatalog) -> str | None:
     return spec.long if spec else None
 
 
+def feature_text(
+    rule: Rule, groups: dict[str, str], shown: frozenset[str]
+) -> tuple[str, list[str]]:
+    """The explanation text and advice of the rule that hold only for a feature the input
+    shows (link leaves them out)."""
+    explanation = " ".join(
+        _fill(text, groups) for f, text in rule.feature_explanation if f in shown
+    )
+    advice = [
+        _fill(a.text, groups)
+        for a in rule.advice
+        if a.feature in shown and _applies(replace(a, feature=None), groups)
+    ]
+    return explanation, advice
+
+
 def _applies(advice: Advice, groups: dict[str, str]) -> bool:
+    if advice.feature is not None:  # feature_text's, once the input's features are known
+        return False
     if advice.when is None:
         return True
     value = groups.get(advice.when, "")

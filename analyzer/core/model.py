@@ -275,6 +275,10 @@ class Incident:
     # the rule's data says no launch-flag edit fixes it (the install, the network, memory
     # other processes hold): no corrected command is expected
     fix_outside_command: bool = False
+    # the report's index of the incident this one follows from (an OOM because other
+    # processes held the GPUs); `cause` is that incident until the report is ordered
+    consequence_of: int | None = None
+    cause: Incident | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass

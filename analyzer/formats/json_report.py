@@ -43,7 +43,7 @@ def _wants_tail(report: Report) -> bool:
 
 def incident_dict(incident: Incident) -> dict[str, Any]:
     """One incident as the JSON report writes it (metrics findings reuse it)."""
-    return {
+    fields: dict[str, Any] = {
         "class": incident.rule_class,
         "rule": incident.rule,
         "title": incident.title,
@@ -67,6 +67,9 @@ def incident_dict(incident: Incident) -> dict[str, Any]:
         # the rule says no command edit fixes it (other processes hold the GPU, the install)
         "fix_outside_command": incident.fix_outside_command,
     }
+    if incident.consequence_of is not None:  # only set on an incident that follows another
+        fields["consequence_of"] = incident.consequence_of
+    return fields
 
 
 def _attempt(attempt: Attempt) -> dict[str, Any]:

@@ -90,6 +90,8 @@ def _plain_incident(index: int, incident: Incident) -> list[str]:
     if incident.ranks:
         where += f"  ranks: {', '.join(incident.ranks)}"
     out.append(where)
+    if incident.consequence_of is not None:
+        out.append(f"    {_follows(incident.consequence_of)}")
     if incident.offending_flags:
         out.append(f"    flags: {' '.join(incident.offending_flags)}")
     out.append("    evidence:")
@@ -201,6 +203,11 @@ def render_rich(report: Report, console) -> None:
         console.print(Text(f"note: {clean(warning)}", style="dim"))
 
 
+def _follows(cause: int) -> str:
+    """A consequence names its cause by the number the report shows it under."""
+    return f"follows from [{cause + 1}]: a consequence of it, not a cause of its own"
+
+
 def _rich_body(incident: Incident):
     from rich.text import Text
 
@@ -208,6 +215,8 @@ def _rich_body(incident: Incident):
     body.append(clean(incident.title) + "\n", style="bold")
     where = _where(incident)
     body.append(where + (f"  ranks: {', '.join(incident.ranks)}" if incident.ranks else "") + "\n")
+    if incident.consequence_of is not None:
+        body.append(_follows(incident.consequence_of) + "\n", style="dim")
     if incident.offending_flags:
         body.append("flags: ", style="bold")
         body.append(" ".join(incident.offending_flags) + "\n", style="magenta")

@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from analyzer.blame.attribute import attribute, raise_site, unexplained_site
-from analyzer.blame.link import link
+from analyzer.blame.link import feature_text, link
+from analyzer.blame.loading_blame import LOADING_CLASSES
 from analyzer.core.model import Finding, Incident, Line, Match, ScannedLog, Traceback, severity_rank
 from analyzer.engine.fault_dump import with_fault_dump
 from analyzer.engine.match import match_rules
@@ -16,7 +17,9 @@ from analyzer.incidents.context import Context
 from analyzer.repair.correct import choose_command, propose
 from analyzer.rulebook.check_rules import CHECK_RULES
 from analyzer.rulebook.command_checks import check_command
+from analyzer.rulebook.shown_features import shown_features
 from analyzer.rulebook.vocabulary import Rule
+from analyzer.sglang.derived_fields import unknown_in_rebuilt
 
 
 def analyze_log(
@@ -135,6 +138,10 @@ def command_incidents(log: ScannedLog, context: Context) -> list[Incident]:
     if choice is None:
         return []
     findings = check_command(choice.command, context.catalog, log.server_args, log)
+    if choice.source == "reconstructed":  # no finding rests on a flag SGLang may have set
+        findings = [
+            f for f in findings if not unknown_in_rebuilt(f.edits, choice.command, context.catalog)
+        ]
     return [rule_incident(f, CHECK_RULES[f.match.rule_id], log, context) for f in findings]
 
 
@@ -161,10 +168,25 @@ def rule_incident(
         before_line=match.line.number,
         source_kind=command_source,
     )
-    proposal = propose(finding, rule, choice, context.catalog, log.server_args)
     traceback = _traceback_of(match, log)
     command = choice.command if choice else None
+    # what holds only with a feature the command, the record or the frames show
+    shown = shown_features(command, log.server_args, traceback, context.catalog)
+    more, advice = feature_text(rule, match.groups, shown)
+    if more or advice:
+        explanation = f"{finding.explanation} {more}".strip()
+        finding = replace(finding, explanation=explanation, advice=[*finding.advice, *advice])
+    proposal = propose(finding, rule, choice, context.catalog, log.server_args)
     found = raise_site(match, context.catalog.version, context.named_release)
+    family = found.family if found is not None and rule.generic else None
+    # the catch-all crash raised inside a phase that classes anything raised there
+    phase = None
+    if rule.generic and not family and traceback:
+        from analyzer.rulebook.frame_phases import traceback_phase
+
+        phase = traceback_phase(traceback)
+    rule_class = family.rule_class if family else (phase.phase.rule_class if phase else None)
+    rule_class = rule_class or finding.rule_class
     blame = attribute(
         finding,
         traceback,
@@ -175,17 +197,14 @@ def rule_incident(
         rule.flags,
         proposal.flags,
         code_paths=rule.generic or not rule.flags,
+        loading=[line.body for line in match.evidence] if rule_class in LOADING_CLASSES else None,
     )
-    explanation = blame.reasons(finding.explanation)
+    explanation = finding.explanation
+    if rule.unclassified_explanation and family is None:  # no catalog family places it
+        explanation = f"{explanation} {rule.unclassified_explanation}".strip()
+    explanation = blame.reasons(explanation)
     if found is not None:
         explanation = f"{explanation} {found.sentence()}".strip()
-    family = found.family if found is not None and rule.generic else None
-    # the catch-all crash raised inside a phase that classes anything raised there
-    phase = None
-    if rule.generic and not family and traceback:
-        from analyzer.rulebook.frame_phases import traceback_phase
-
-        phase = traceback_phase(traceback)
     if phase is not None:
         advice = [*phase.phase.advice, *finding.advice]
         finding = replace(finding, rule_class=phase.phase.rule_class, advice=advice)
@@ -194,7 +213,7 @@ def rule_incident(
             f"{phase.frame.function}): a {phase.phase.rule_class} failure."
         )
     return Incident(
-        rule_class=family.rule_class if family else finding.rule_class,
+        rule_class=rule_class,
         rule=family.rule_id if family else (phase.phase.rule_id if phase else rule.id),
         title=family.title if family else finding.title,
         severity=family.severity if family else finding.severity,

@@ -21,6 +21,7 @@ from analyzer.core.model import (
     Traceback,
     severity_rank,
 )
+from analyzer.incidents.one_cause import cause_key
 
 if TYPE_CHECKING:
     from analyzer.blame.raise_sites import FoundSite
@@ -37,18 +38,21 @@ DEATH_ADVICE = [
 
 
 def merge_ranks(incidents: list[Incident]) -> list[Incident]:
-    """Collapse incidents of one rule with the same decisive text into one, listing ranks."""
-    merged: dict[tuple[str, str, str], Incident] = {}
+    """Collapse incidents of one rule with the same decisive text into one, listing ranks;
+    a fatal or error one also with the text of another GPU or rank, and the consequences of
+    one cause (analyzer/incidents/one_cause.py)."""
+    merged: dict[tuple, Incident] = {}
     for incident in incidents:
         # a client's repeated failure (every request of a harness refused) is one finding
         client = incident.rule_class == "client_error" and incident.severity == "info"
         text = incident.title if client else _decisive_text(incident)
-        key = (incident.source, incident.rule, text)
+        key = (incident.source, cause_key(incident) or (incident.rule, text))
         kept = merged.get(key)
         if kept is None:
             merged[key] = incident
             continue
         kept.ranks = sorted(set(kept.ranks) | set(incident.ranks), key=_rank_order)
+        kept.offending_flags += [f for f in incident.offending_flags if f not in kept.offending_flags]
     return list(merged.values())
 
 

@@ -8,6 +8,7 @@ from analyzer.incidents import collate
 from analyzer.incidents.assemble import is_warning
 from analyzer.incidents.context import Context
 from analyzer.incidents.finding_registry import priorities as priority_order
+from analyzer.incidents.one_cause import number_consequences
 from analyzer.rulebook.vocabulary import CATALOG_RULE_PREFIXES
 
 
@@ -23,6 +24,7 @@ def finish(
     # a session's attempts in order; within one, warnings after the failures
     ordered = sorted(ordered, key=lambda i: (i.attempt or 0, is_warning(i)))
     ordered = collate.per_attempt(ordered, lambda group: _drop_redundant(group, alone), by_ref=True)
+    number_consequences(ordered)
     warnings = [f"{s.path}: {note}" for s in summaries for note in s.notes]
     return collate.build_report(
         summaries, ordered, last_lines, warnings, _report_catalog(ordered, summaries, context)

@@ -1,7 +1,7 @@
 """The last resort of a repair: a flag dropped, and what the user loses with it, in words.
 
 A removal is offered only when SGLang's flag history, its word vocabulary and its choices
-show no counterpart (analyzer/rulebook/fixes.py tries them first). The edit then carries
+show no counterpart (analyzer/repair/fixes.py tries them first). The edit then carries
 `intent_lost` (the JSON's `"intent_lost": true`) and the advice says what stops happening:
 "speculative decoding will be off", "expert parallelism will not be enabled".
 """

@@ -355,7 +355,7 @@ def stalled_phase(match: Match, log: ScannedLog) -> dict[str, str] | None:
     ):
         return None  # uvicorn alone is any web app (a router, a client's mock server)
     if not reached:
-        return {"phase": "startup", "phase_text": "early in startup", "behind": ""}
+        return {"phase": "startup", "phase_text": "early in startup", "behind": ""} | _last_error(log)
     inside = [phase for rank, phase in reached.items() if _waiting(rank, phase, log)]
     if not inside and len(set(reached.values())) == 1:
         return None
@@ -372,7 +372,26 @@ def stalled_phase(match: Match, log: ScannedLog) -> dict[str, str] | None:
             f" Not every rank got as far: {', '.join(behind)} stopped "
             f"{STALL_TEXT[stalled]} while {', '.join(ahead)} got further."
         )
-    return {"phase": stalled, "phase_text": STALL_TEXT[stalled], "behind": note}
+    found = {"phase": stalled, "phase_text": STALL_TEXT[stalled], "behind": note}
+    return found | _last_error(log)
+
+
+# a line that reports an error without a traceback after it: SGLang's wrapper cut before
+# its traceback, an exception's name, an error-level word
+ERROR_WORDS = LazyPattern(r"hit an exception|\w(?:Error|Exception)\b|\berrors?\b|\bfailed\b")
+
+
+def _last_error(log: ScannedLog) -> dict[str, str]:
+    """How the stall's log ended: with no error, or with an error line no traceback follows
+    (the explanation must not call a log that quotes one error-free)."""
+    error = next((ln for ln in reversed(log.tail) if ERROR_WORDS.search(ln.body)), None)
+    if error is None:
+        return {"how_ended": "with no error", "error_line": ""}
+    text = error.body.strip()
+    return {
+        "how_ended": f"after an error line with no traceback (line {error.number}: `{text}`)",
+        "error_line": str(error.number),
+    }
 
 
 def _waiting(rank: str, phase: str, log: ScannedLog) -> bool:

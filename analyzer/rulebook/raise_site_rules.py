@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 FAMILIES_PACKAGE, FAMILIES_FILE = "analyzer.catalogs", "raise_sites.toml"
 KNOWN_KEYS = {
     "id", "class", "title", "severity", "files", "functions", "exceptions", "message",
-    "advice", "cases",
+    "condition", "flagless", "advice", "cases",
 }  # fmt: skip
 
 
@@ -49,6 +49,9 @@ class SiteFamily:
     functions: tuple[str, ...] = ()
     exceptions: tuple[str, ...] = ()
     message: re.Pattern[str] | None = None
+    # a regex searched in the site's guarding condition; `flagless`: the site reads no flag
+    condition: re.Pattern[str] | None = None
+    flagless: bool = False
     advice: tuple[str, ...] = ()
     cases: tuple[FamilyCase, ...] = ()
 
@@ -64,6 +67,8 @@ class SiteFamily:
             and (not self.functions or any(fnmatchcase(function, f) for f in self.functions))
             and (not self.exceptions or site.exception in self.exceptions)
             and (self.message is None or self.message.search(site.message) is not None)
+            and (self.condition is None or self.condition.search(site.condition) is not None)
+            and not (self.flagless and (site.flags or site.condition_flags or site.context_flags))
         )
 
 
@@ -91,6 +96,7 @@ def _family(data: dict[str, Any]) -> SiteFamily:
     if severity not in SEVERITIES:
         raise ValueError(f"severity must be one of {', '.join(SEVERITIES)}")
     message = data.get("message")
+    condition = data.get("condition")
     return SiteFamily(
         id=str(data["id"]),
         rule_class=str(data["class"]),
@@ -100,6 +106,8 @@ def _family(data: dict[str, Any]) -> SiteFamily:
         functions=string_list(data, "functions"),
         exceptions=string_list(data, "exceptions"),
         message=re.compile(message) if message else None,
+        condition=re.compile(condition) if condition else None,
+        flagless=bool(data.get("flagless", False)),
         advice=string_list(data, "advice"),
         cases=tuple(
             FamilyCase(str(c["version"]), str(c["site"]), bool(c["fires"]))

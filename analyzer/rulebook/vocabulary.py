@@ -22,7 +22,13 @@ One file per rule. The vocabulary (documented in docs/rules.md):
                                      in a raise-site family, the family's class wins
     explanation, advice              text; `{group}` placeholders are filled from the match;
                                      an advice entry {text, when, is} shows only if group
-                                     `when` is non-empty (and equals `is`)
+                                     `when` is non-empty (and equals `is`); {text, feature}
+                                     only if the input shows that feature (rulebook/
+                                     shown_features.py: the command, server_args, frames)
+    feature_explanation              {feature = text}: added to the explanation only if the
+                                     input shows that feature
+    unclassified_explanation         a generic rule's text (no placeholders) added only when no
+                                     raise-site family classifies the incident
     [doc] detects, why, fix          the rule's documentation
     [[cases]] lines, fires           inline examples the generic test runner checks
 """
@@ -44,6 +50,8 @@ from analyzer.core.package_files import package_files
 from analyzer.core.parse_cache import cached
 
 SCOPES = ("line", "traceback", "usage", "log")
+# the features advice may depend on (rulebook/shown_features.py tells which an input shows)
+FEATURE_NAMES = ("speculative", "quantization", "lora", "dp_attention")
 REQUIREMENTS = (
     "startup", "not_ready", "ready", "no_traceback", "no_usage", "empty", "not_empty",
     "exited", "not_exited",
@@ -52,6 +60,7 @@ KNOWN_KEYS = {
     "id", "class", "title", "severity", "scope", "triggers", "patterns", "frame", "frameless", "code",
     "innermost", "requires", "flags", "flags_group", "logic", "fix", "priority", "alone", "generic",
     "outlives_serving", "outside_command", "explanation", "advice", "doc", "cases",
+    "feature_explanation", "unclassified_explanation",
 }  # fmt: skip
 # the rule ids of incidents a catalog classed, not a rule file: a raise-site family's
 # (raise_site_rules.py), a frame phase's (frame_phases.py); here so the pipeline names them
@@ -84,11 +93,13 @@ class RuleCase:
 
 @dataclass(frozen=True)
 class Advice:
-    """One advice line, shown only when group `when` is non-empty (or equals `is_`)."""
+    """One advice line, shown only when group `when` is non-empty (or equals `is_`), and
+    only when the input shows `feature` (if set)."""
 
     text: str
     when: str | None = None
     is_: str | None = None
+    feature: str | None = None
 
 
 @dataclass(frozen=True)
@@ -104,6 +115,9 @@ class Rule:
     path: str
     explanation: str = ""
     advice: tuple[Advice, ...] = ()
+    # (feature, text): explanation text that holds only when the input shows the feature
+    feature_explanation: tuple[tuple[str, str], ...] = ()
+    unclassified_explanation: str = ""
     triggers: tuple[str, ...] = ()
     patterns: tuple[LazyPattern, ...] = ()
     frame: LazyPattern | None = None
@@ -256,6 +270,8 @@ def _build(data: dict[str, Any], path: str) -> Rule:
         path=path,
         explanation=str(data.get("explanation", "")),
         advice=tuple(_advice(a) for a in data.get("advice", [])),
+        feature_explanation=_feature_texts(data.get("feature_explanation", {})),
+        unclassified_explanation=str(data.get("unclassified_explanation", "")),
         triggers=triggers,
         patterns=patterns,
         frame=_optional_pattern(data, "frame"),
@@ -343,11 +359,22 @@ def _advice(item: Any) -> Advice:
     if isinstance(item, str):
         return Advice(item)
     if isinstance(item, dict) and isinstance(item.get("text"), str):
-        extra = set(item) - {"text", "when", "is"}
+        extra = set(item) - {"text", "when", "is", "feature"}
         if extra:
             raise ValueError(f"advice entry has unknown key(s) {', '.join(sorted(extra))}")
-        return Advice(item["text"], item.get("when"), item.get("is"))
-    raise ValueError("advice entries must be strings or {text, when, is} tables")
+        feature = item.get("feature")
+        if feature is not None:
+            _check_choice("advice feature", feature, FEATURE_NAMES)
+        return Advice(item["text"], item.get("when"), item.get("is"), feature)
+    raise ValueError("advice entries must be strings or {text, when, is, feature} tables")
+
+
+def _feature_texts(table: Any) -> tuple[tuple[str, str], ...]:
+    if not isinstance(table, dict) or not all(isinstance(v, str) for v in table.values()):
+        raise ValueError("feature_explanation must be a table of feature = text")
+    for feature in table:
+        _check_choice("feature_explanation", feature, FEATURE_NAMES)
+    return tuple(table.items())
 
 
 def _case(data: dict[str, Any]) -> RuleCase:

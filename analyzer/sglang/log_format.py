@@ -19,6 +19,7 @@ import regex
 from analyzer.core.lazy_pattern import LazyPattern
 from analyzer.core.model import Line
 from analyzer.sglang.catalog import FlagCatalog
+from analyzer.sglang.derived_fields import derived_fields
 
 RECONSTRUCTED_ENTRY = "python -m sglang.launch_server"
 ANSI = LazyPattern(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
@@ -164,12 +165,18 @@ def stated_version(body: str, previous: str | None = None) -> str | None:
 
 
 def reconstruct_command(server_args: dict[str, Any], catalog: FlagCatalog) -> str:
-    """Rebuild a launch command from ServerArgs: every non-default value becomes a flag."""
+    """Rebuild a launch command from ServerArgs: every non-default value the user could have
+    typed becomes a flag. What the release may resolve, derive or draw itself (a random
+    seed, a copied path, a chosen backend or size: sglang/derived_fields.py) is left out,
+    but for a required argument, which only the user gives."""
+    derived = derived_fields(catalog.version)
     parts = [RECONSTRUCTED_ENTRY]
     for dest in sorted(server_args):
         spec = catalog.by_dest(dest)
         value = server_args[dest]
         if spec is None or value is None or value == spec.default:
+            continue
+        if (dest in derived and not spec.required) or _redacted(value):
             continue
         if spec.action == "store_true":
             if value is True:
@@ -183,3 +190,8 @@ def reconstruct_command(server_args: dict[str, Any], catalog: FlagCatalog) -> st
         parts.append(spec.long)
         parts.extend(shlex.quote(str(v)) for v in values)
     return " ".join(parts)
+
+
+def _redacted(value: Any) -> bool:
+    """A secret the record hides: the user typed something else."""
+    return isinstance(value, str) and ("<redacted>" in value or "***" in value)

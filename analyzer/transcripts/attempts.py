@@ -223,7 +223,7 @@ class SessionBuilder:
                 self._next(_seen("kill", call.command, [], call, call.command))
             )
         if owner is not None and any(t.strip() for _, t in lines):
-            self._shell_errors(call, lines)
+            self._shell_errors(call, lines, owner)  # its own, not the latest launch's
             self._add_view(
                 owner, LogView("output", call.command, lines, call.ref, call.timestamp, True)
             )
@@ -515,15 +515,16 @@ class SessionBuilder:
                 return self.attempts[-1]
         return None
 
-    def _shell_errors(self, call: ShellCall, lines: Iterable[NumberedLine]) -> None:
+    def _shell_errors(
+        self, call: ShellCall, lines: Iterable[NumberedLine], owner: Attempt | None = None
+    ) -> None:
         for number, line in lines:
             for kind, pattern in SHELL_ERRORS:
                 found = pattern.search(line)
                 if found:
                     data = {"kind": kind, **{k: v for k, v in found.groupdict().items() if v}}
-                    self._observe(
-                        Observation("shell_error", data, [(number, line)], call.ref, call.timestamp)
-                    )
+                    seen = Observation("shell_error", data, [(number, line)], call.ref, call.timestamp)
+                    self._observe(seen, owner)
                     break
 
     def _add_view(self, attempt: Attempt, view: LogView) -> None:
@@ -537,10 +538,10 @@ class SessionBuilder:
         if len(self.loose) < MAX_VIEWS:
             self.loose.append(self._next(_bounded(view)))
 
-    def _observe(self, observation: Observation) -> None:
+    def _observe(self, observation: Observation, owner: Attempt | None = None) -> None:
         if not self.attempts:
             return
-        attempt = self.attempts[-1]
+        attempt = owner or self.attempts[-1]
         if len(attempt.observations) < MAX_OBSERVATIONS:
             attempt.observations.append(self._next(observation))
 

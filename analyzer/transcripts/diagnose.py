@@ -66,7 +66,7 @@ def diagnose(
     last_working: tuple[Attempt, LaunchCommand | None] | None = None
     for attempt in session.attempts:
         own = found.get(attempt.number, [])
-        outcome = _outcome(attempt, own)
+        outcome = _outcome(attempt, own, relaunched=attempt is not session.attempts[-1])
         diff = _diff_with(last_working, attempt, canonical) if outcome == "failed" else None
         added = _findings(attempt, own, outcome, diff, last_working, session, source)
         incidents.extend(added)
@@ -80,13 +80,17 @@ def diagnose(
     return Diagnosis(incidents, timeline)
 
 
-def _outcome(attempt: Attempt, own: list[Incident]) -> str:
+def _outcome(attempt: Attempt, own: list[Incident], relaunched: bool) -> str:
     """failed | ready | stopped | unknown. The user's words are never enough: a server that
-    came up is ready unless something it left shows it gone after its last sign of life."""
+    came up is ready unless something it left shows it gone after its last sign of life.
+    Once a later launch followed, a server that came up is gone because the user stopped it
+    unless it left evidence of its own death (a shell error, a kernel kill): no process,
+    idle GPUs or an unanswered poll before the relaunch say nothing of how it ended."""
     if own:
         return "failed"
     alive = attempt.last_alive()
-    deaths = [seq for seq in _death_signs(attempt) if alive is None or seq > alive]
+    signs = _death_signs(attempt) if alive is None or not relaunched else _own_death(attempt)
+    deaths = [seq for seq in signs if alive is None or seq > alive]
     kills = [o.seq for o in attempt.of_kind("kill")]
     if deaths and not (kills and min(kills) < min(deaths)):  # gone, and not by a kill
         return "failed"
@@ -95,11 +99,16 @@ def _outcome(attempt: Attempt, own: list[Incident]) -> str:
     return "stopped" if kills else "unknown"
 
 
+def _own_death(attempt: Attempt) -> list[int]:
+    """When (`seq`) the attempt left evidence of its own death: a shell error, a kernel kill."""
+    return [o.seq for o in attempt.observations if o.kind in ("shell_error", "kernel_kill")]
+
+
 def _death_signs(attempt: Attempt) -> list[int]:
     """When (`seq`) the session saw the server gone: a shell error, a kernel kill, no
     process, no log (or an empty or stale one), idle GPUs, health polls with no answer, a
     foreground launch that exited non-zero."""
-    signs = [o.seq for o in attempt.observations if o.kind in ("shell_error", "kernel_kill")]
+    signs = _own_death(attempt)
     signs += [
         o.seq for o in attempt.of_kind("processes") if o.data.conclusive and not o.data.server
     ]
@@ -126,9 +135,11 @@ def _findings(
     busy = _busy_gpus(attempt)
     oom = [i for i in own if i.rule_class == "oom"]
     if busy and oom:
-        added.append(_gpus_incident(attempt, busy, source))
+        cause = _gpus_incident(attempt, busy, source)
+        added.append(cause)
         for incident in oom:
             _withdraw_memory_edits(incident, attempt.number)
+            incident.cause = cause  # one OOM under the GPUs held, however many ranks print it
     if outcome == "failed" and not own:
         causes = silent_causes(attempt, busy, diff, last_working, session)
         added.append(silent_incident(attempt, causes, source))
