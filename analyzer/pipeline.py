@@ -48,6 +48,7 @@ from analyzer.engine.survival import (
     signs_of_lines,
     watched,
 )
+from analyzer.nodes.story import join_nodes
 from analyzer.rulebook.check_rules import CHECK_RULES
 from analyzer.rulebook.command_checks import check_command
 from analyzer.rulebook.features import traceback_flags
@@ -132,6 +133,7 @@ def analyze(
         if options.metrics:
             runs.extend(_metrics(text_input))
     report = _finish(found, summaries, last_lines, context)
+    report = join_nodes(report, open_inputs(paths, is_transcript_folder))  # analyzer/nodes
     report.attempts = incidents_stage.classify_attempts(timeline, report.incidents)
     report.runs = runs
     if options.verify:

@@ -253,6 +253,10 @@ class Incident:
     # the rule's data says no launch-flag edit fixes it (the install, the network, memory
     # other processes hold): no corrected command is expected
     fix_outside_command: bool = False
+    # a multi-node run (analyzer/nodes/): the node whose log shows it, and the index in the
+    # report's incidents of the incident it follows from
+    node: str | None = None
+    consequence_of: int | None = None
 
 
 @dataclass
@@ -354,3 +358,5 @@ class Report:
     # decode metrics of each log (analyzer.metrics' RunMetrics), read only when a format
     # draws them (the HTML charts); the core model carries them without knowing their type
     runs: list[Any] = field(default_factory=list)
+    # a multi-node run: one entry per node (analyzer.nodes.story.NodeStory), empty otherwise
+    nodes: list[Any] = field(default_factory=list)

@@ -32,7 +32,12 @@ def report_dict(report: Report) -> dict[str, Any]:
         "attempts": [_attempt(a) for a in report.attempts],
         "last_lines": [_line(ln) for ln in report.last_lines] if _wants_tail(report) else [],
         "warnings": list(report.warnings),
-    }
+    } | _nodes(report)
+
+
+def _nodes(report: Report) -> dict[str, Any]:
+    """A multi-node run's nodes (analyzer/nodes/); a single node's report has no such key."""
+    return {"nodes": [n.as_json() for n in report.nodes]} if report.nodes else {}
 
 
 def _wants_tail(report: Report) -> bool:
@@ -66,7 +71,14 @@ def incident_dict(incident: Incident) -> dict[str, Any]:
         "alternatives": [a.as_json() for a in incident.alternatives],
         # the rule says no command edit fixes it (other processes hold the GPU, the install)
         "fix_outside_command": incident.fix_outside_command,
-    }
+    } | _node_fields(incident)
+
+
+def _node_fields(incident: Incident) -> dict[str, Any]:
+    """`node` and `consequence_of` where a multi-node run set them (additive fields)."""
+    if incident.node is None and incident.consequence_of is None:
+        return {}
+    return {"node": incident.node, "consequence_of": incident.consequence_of}
 
 
 def _attempt(attempt: Attempt) -> dict[str, Any]:
