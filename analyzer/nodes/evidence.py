@@ -14,8 +14,11 @@ from analyzer.nodes.node_logs import KernelEvent, NodeLog, RunLogs
 from analyzer.nodes.skew import Skew, on_reference
 
 SETTING_FLAGS = {
-    "nnodes": "--nnodes", "dist_init_addr": "--dist-init-addr", "tp_size": "--tp-size",
-    "model_path": "--model-path", "release": "release",
+    "nnodes": "--nnodes",
+    "dist_init_addr": "--dist-init-addr",
+    "tp_size": "--tp-size",
+    "model_path": "--model-path",
+    "release": "release",
 }
 NODE_IN_NAME = re.compile(r"node[-_]?(?P<rank>\d+)", re.I)
 
@@ -215,8 +218,12 @@ def quiet_node_incident(
     began = first_symptom[1] if not first_symptom[0] else None
     quiet = []
     for node in nodes:
-        last = on_reference(node.last, skews.get(node.key))
-        if node.name in loud or last is None or began is None or last > began:
+        skew = skews.get(node.key)
+        last = on_reference(node.last, skew)
+        if node.name in loud or last is None or began is None or skew is None:
+            continue
+        # clearly before: by more than the bound of the node's clock
+        if skew.bound is None or (began - last).total_seconds() <= skew.bound:
             continue
         quiet.append((last, node))
     if not quiet:

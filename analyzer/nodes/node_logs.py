@@ -45,9 +45,7 @@ XID = re.compile(
 )
 # lines SGLang and its launchers write with a process id in them (engine.py's
 # `Scheduler or DataParallelController PID terminated with N`, utils `Process PID gpu_id`)
-PIDS = re.compile(
-    r"(?:\bpid[=: ]'?|\bPID |\bProcess |Controller |\(pid=)(?P<pid>\d{2,})\b"
-)
+PIDS = re.compile(r"(?:\bpid[=: ]'?|\bPID |\bProcess |Controller |\(pid=)(?P<pid>\d{2,})\b")
 # what every node logs at the same stage of startup (model_runner.py, cuda_graph_setup.py):
 # the distributed init is a barrier, the others follow it closely
 SYNC = re.compile(
@@ -63,8 +61,13 @@ MONTHS = {m: i for i, m in enumerate("Jan Feb Mar Apr May Jun Jul Aug Sep Oct No
 # the settings every node must share, as server_args names them
 SHARED = ("nnodes", "dist_init_addr", "tp_size", "model_path")
 FLAG_SETTING = {
-    "nnodes": "nnodes", "node-rank": "node_rank", "dist-init-addr": "dist_init_addr",
-    "tp-size": "tp_size", "tp": "tp_size", "model-path": "model_path", "model": "model_path",
+    "nnodes": "nnodes",
+    "node-rank": "node_rank",
+    "dist-init-addr": "dist_init_addr",
+    "tp-size": "tp_size",
+    "tp": "tp_size",
+    "model-path": "model_path",
+    "model": "model_path",
 }
 
 
@@ -246,9 +249,16 @@ def _read_body(
             pid = (found["pid"] or "").strip("'")
             run.kernel.append(
                 KernelEvent(
-                    "oom_kill" if kill else "xid", source, number, body.strip(), time,
-                    pid if pid.isdigit() else None, (found["name"] or "").strip() or None,
-                    host, int(xid["code"]) if xid else None, stream.key,
+                    "oom_kill" if kill else "xid",
+                    source,
+                    number,
+                    body.strip(),
+                    time,
+                    pid if pid.isdigit() else None,
+                    (found["name"] or "").strip() or None,
+                    host,
+                    int(xid["code"]) if xid else None,
+                    stream.key,
                 )
             )
             return

@@ -27,20 +27,32 @@ from analyzer.nodes.skew import Skew, estimate, on_reference
 
 # what a peer's failure looks like on the nodes that did not fail (the rules of rules/)
 PEER_SYMPTOMS = {
-    "nccl-watchdog", "nccl-distributed", "nccl-transport", "store-connection-lost",
-    "watchdog-timeout", "startup-stall", "health-check-failed",
+    "nccl-watchdog",
+    "nccl-distributed",
+    "nccl-transport",
+    "store-connection-lost",
+    "watchdog-timeout",
+    "startup-stall",
+    "health-check-failed",
 }
+QUIET_SYMPTOMS = {"startup-stall"}
 # a process that died with no error of its own: explained by a failure beside it, if any
 LOCAL_DEATHS = {"child-died", "silent-death"}
 KUBECTL_POD = re.compile(r"\[pod/([^\s\]/]+)/")
 WATCHDOG_RAN = re.compile(r"ran for (\d+) milliseconds|Timeout\(ms\)=(\d+)")
 SHORT = {
-    "nccl-watchdog": "NCCL watchdog timeout", "nccl-distributed": "distributed error",
-    "nccl-transport": "NCCL transport error", "store-connection-lost": "TCPStore connection lost",
-    "watchdog-timeout": "scheduler watchdog timeout", "startup-stall": "startup stall",
-    "child-died": "sigquit from a dead child", "silent-death": "silent death",
-    "kernel-oom-kill": "kernel OOM kill", "node-stopped-printing": "stop",
-    "health-check-failed": "health check failure", "oom": "CUDA out of memory",
+    "nccl-watchdog": "NCCL watchdog timeout",
+    "nccl-distributed": "distributed error",
+    "nccl-transport": "NCCL transport error",
+    "store-connection-lost": "TCPStore connection lost",
+    "watchdog-timeout": "scheduler watchdog timeout",
+    "startup-stall": "startup stall",
+    "child-died": "sigquit from a dead child",
+    "silent-death": "silent death",
+    "kernel-oom-kill": "kernel OOM kill",
+    "node-stopped-printing": "stop",
+    "health-check-failed": "health check failure",
+    "oom": "CUDA out of memory",
 }
 
 
@@ -58,6 +70,9 @@ class NodeStory:
     last_time: datetime | None
     line: str = ""  # what this node shows and why, in one sentence
     incidents: list[int] = field(default_factory=list)
+    first_time: datetime | None = None
+    # (incident index, its time on the reference clock) for the HTML lanes
+    marks: list[tuple[int, datetime | None]] = field(default_factory=list)
 
     def as_json(self) -> dict:
         return {
@@ -179,7 +194,9 @@ def _order(
     """Root cause first, then its consequences and other failures by time, then the rest."""
     failures = [t for t in timed if _is_failure(t.incident)]
     rest = [t for t in timed if not _is_failure(t.incident)]
-    causes = [t for t in failures if t.incident.rule not in LOCAL_DEATHS and not is_symptom(t.incident)]
+    causes = [
+        t for t in failures if t.incident.rule not in LOCAL_DEATHS and not is_symptom(t.incident)
+    ]
     deaths = [t for t in failures if t.incident.rule in LOCAL_DEATHS]
     symptoms = [t for t in failures if is_symptom(t.incident)]
     root: Timed | None = None
@@ -190,7 +207,12 @@ def _order(
     elif deaths:
         root = min(deaths, key=_when)
     elif symptoms:
-        quiet = quiet_node_incident(nodes, skews, min(_when(t) for t in symptoms), symptoms)
+        # a node that went quiet before the others' collectives began: the silence is the
+        # evidence (a startup stall is itself a silence, it starts nothing)
+        timed_out = [t for t in symptoms if t.incident.rule not in QUIET_SYMPTOMS]
+        quiet = None
+        if timed_out:
+            quiet = quiet_node_incident(nodes, skews, min(_when(t) for t in timed_out), symptoms)
         root = quiet or min(symptoms, key=_when)
     if root is None:
         return timed
@@ -219,13 +241,23 @@ def _follows(timed: Timed, root: Timed) -> bool:
 def _stories(ordered: list[Timed], nodes: list[NodeLog], skews: dict[str, Skew]) -> list[NodeStory]:
     root = ordered[0] if ordered and _is_failure(ordered[0].incident) else None
     stories = []
-    for node in sorted(nodes, key=lambda n: (n.node_rank is None, n.node_rank or 0, n.name)):
+    root_node = root.incident.node if root else None
+    ranked = sorted(nodes, key=lambda n: (n.node_rank is None, n.node_rank or 0, n.name))
+    for node in sorted(ranked, key=lambda n: n.name != root_node):
         story = NodeStory(
-            node.name, node.source, node.pod, node.host, node.node_rank, _compact(node.ranks),
-            skews.get(node.key), on_reference(node.last, skews.get(node.key)),
+            node.name,
+            node.source,
+            node.pod,
+            node.host,
+            node.node_rank,
+            _compact(node.ranks),
+            skews.get(node.key),
+            on_reference(node.last, skews.get(node.key)),
         )
         story.incidents = [i for i, t in enumerate(ordered) if t.incident.node == node.name]
-        story.line = _node_line(story, ordered, root)
+        story.first_time = on_reference(node.first, skews.get(node.key))
+        story.marks = [(i, ordered[i].time) for i in story.incidents]
+        story.line = _node_line(story, ordered, root) + _clock_note(story.skew)
         stories.append(story)
     return stories
 
@@ -242,8 +274,12 @@ def _node_line(story: NodeStory, ordered: list[Timed], root: Timed | None) -> st
         return f"{name}: {_short(root.incident)}{_at(root.time)}: the root cause"
     if not mine:
         ended = _clock(story.last_time)
-        if root.time and story.last_time and story.last_time <= root.time:
+        if root.time is None or story.last_time is None:
+            return f"{name}: no error in its lines"
+        if story.last_time < root.time:
             return f"{name}: no error; stopped printing at {ended}, before {cause}"
+        if story.last_time == root.time:
+            return f"{name}: no error; its log ends at {ended}, with {cause}"
         return f"{name}: no error; its log ends at {ended}, after {cause}"
     first = mine[0]
     line = f"{name}: {_short(first.incident)}{_at(first.time)}"
@@ -257,6 +293,14 @@ def _node_line(story: NodeStory, ordered: list[Timed], root: Timed | None) -> st
         waited = (first.time - first.started).total_seconds()
         line += f" (its collective started at {_clock(first.started)}, {waited:.0f} s before)"
     return line
+
+
+def _clock_note(skew: Skew | None) -> str:
+    """The node's clock against the reference node's, where the shared lines moved it."""
+    if skew is None or skew.bound is None or abs(skew.offset) < 0.5:
+        return ""
+    side = "behind" if skew.offset > 0 else "ahead"
+    return f" [its clock {abs(skew.offset):.0f} s {side}, ±{skew.bound:.0f} s]"
 
 
 def _short(incident: Incident) -> str:
@@ -296,4 +340,3 @@ def _compact(ranks: set[str]) -> list[str]:
             if number is not None:
                 first = previous = number
     return out
-
