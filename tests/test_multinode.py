@@ -243,3 +243,42 @@ def test_a_non_fatal_xid_is_no_root_cause(tmp_path: Path):
     report = analyze([*paths, str(kernel)])
     assert [(i.severity, i.rule) for i in report.incidents] == [("warning", "nvidia-xid")]
     assert report.incidents[0].node == "node1"  # the file is named for it (n1-kernel.txt)
+
+
+def test_a_difference_the_nodes_came_up_with_is_a_warning(tmp_path: Path):
+    """One model under two paths, nodes that both got through init and served: no cause."""
+    paths = _two_nodes(tmp_path, {"model_path": "'/mnt/m'", "dist_init_addr": "'head:5000'"},
+                       ready=True)
+    report = analyze(paths)
+    assert [(i.rule, i.severity, i.offending_flags) for i in report.incidents] == [
+        ("multinode-flag-mismatch", "warning", ["--model-path"])
+    ]
+    assert not any(i.severity == "fatal" for i in report.incidents)
+
+
+def test_a_date_no_calendar_has_is_no_traceback(tmp_path: Path):
+    paths = _two_nodes(tmp_path, {}, ready=True)
+    with open(paths[1], "a") as log:
+        log.write("[2025-13-45 10:00:00 TP8] Load weight begin.\n2025-02-30T10:00:00Z x\n")
+    assert analyze(paths).nodes
+
+
+def test_logs_without_a_record_are_nodes_when_their_ranks_split_one_world(tmp_path: Path):
+    node0 = tmp_path / "a.log"
+    node1 = tmp_path / "b.log"
+    node0.write_text(
+        "[2025-03-04 10:00:00 TP0] Load weight begin. avail mem=70 GB\n"
+        "[rank0]:[E0304 10:15:00.1 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective "
+        "operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+        "Timeout(ms)=600000) ran for 600000 milliseconds before timing out.\n"
+    )
+    node1.write_text(
+        "[2025-03-04 10:00:00 TP1] Load weight begin. avail mem=70 GB\n"
+        "[2025-03-04 10:05:00 TP1] Scheduler hit an exception: Traceback (most recent call last):\n"
+        '  File "/x/sglang/srt/managers/scheduler.py", line 1, in run_scheduler_process\n'
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"
+    )
+    report = analyze([str(node0), str(node1)])
+    assert [(i.rule, i.node, i.consequence_of) for i in report.incidents] == [
+        ("oom", "b", None), ("nccl-watchdog", "a", 0)
+    ]

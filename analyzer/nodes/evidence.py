@@ -137,7 +137,10 @@ def agreement_incidents(nodes: list[NodeLog], reference: NodeLog) -> list[Timed]
     """A setting every node must share that one node has otherwise: the root cause, naming
     the flag and the node; two nodes with the same --node-rank likewise."""
     out = []
+    joined = all(any(e.endswith("ends") for e in n.sync) for n in nodes)
     for setting, flag in SETTING_FLAGS.items():
+        if setting == "dist_init_addr" and joined:
+            continue  # every node got through distributed init: they found one another
         values = {n.name: n.settings[setting] for n in nodes if setting in n.settings}
         if len(set(values.values())) < 2:
             continue

@@ -186,8 +186,8 @@ def _read_input(
         sglang = SGLANG_PREFIX.match(body) if body.startswith("[") else None
         if sglang and (sglang["ts"] or sglang["ranks"].strip()):
             if sglang["ts"]:
-                time = datetime.fromisoformat(sglang["ts"].replace(",", ".")[:19])
-                clock.year = time.year
+                time = _iso(sglang["ts"]) or time
+                clock.year = time.year if time else clock.year
             stream.ranks.update(f"{k}{v}" for k, v in RANK.findall(sglang["ranks"]))
             stream.sglang_lines += 1
             body = body[sglang.end() :]
@@ -202,12 +202,19 @@ def _read_input(
             run.at[(source, number)] = (key, last_time.get(key))
 
 
+def _iso(text: str) -> datetime | None:
+    try:
+        return datetime.fromisoformat(text.replace(",", ".")[:19])
+    except ValueError:  # a date no calendar has
+        return None
+
+
 def _line_time(text: str, clock: _Clock) -> tuple[datetime | None, str | None, str]:
     """The line's own clock (one of the prefixes above), the journal's host, the rest."""
     iso = ISO_TIME.match(text)
     if iso:
-        time = datetime.fromisoformat(iso["ts"])
-        clock.year = time.year
+        time = _iso(iso["ts"])
+        clock.year = time.year if time else clock.year
         return time, None, text[iso.end() :]
     journal = JOURNAL.match(text)
     if journal:

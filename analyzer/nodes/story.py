@@ -111,6 +111,12 @@ def join_nodes(report: Report, inputs: Iterable[TextInput]) -> Report:
     timed = _timed_incidents(report.incidents, run, nodes, skews)
     timed += kernel_incidents(run, nodes, skews)
     mismatches = agreement_incidents(nodes, reference)
+    if not any(_is_failure(t.incident) for t in timed):
+        # nodes that came up together despite a difference (a host name and its address,
+        # one model in two paths): worth a warning, no cause of anything
+        for mismatch in mismatches:
+            mismatch.incident.severity = "warning"
+        timed, mismatches = [*timed, *mismatches], []
     ordered = _order(timed, mismatches, nodes, skews)
     report.incidents = [t.incident for t in ordered]
     report.verdict = verdict(report.incidents)
@@ -132,10 +138,17 @@ def _only_kernel(node: NodeLog, run: RunLogs) -> bool:
 
 
 def _is_multinode(nodes: list[NodeLog], run: RunLogs) -> bool:
-    if len(nodes) >= 2:
-        told = any(int(n.settings.get("nnodes", "1") or 1) > 1 for n in nodes if _digits(n))
-        return told or any(n.pod for n in nodes) or bool(run.kernel)
-    return len(nodes) == 1 and bool(run.kernel)
+    """Nodes of one run: the record says so (nnodes, a node rank), pods of one stream, kernel
+    lines beside the logs, or rank sets that split one world (node0 TP0-7, node1 TP8-15)."""
+    if len(nodes) < 2:
+        return len(nodes) == 1 and bool(run.kernel)
+    told = any(int(n.settings.get("nnodes", "1")) > 1 for n in nodes if _digits(n))
+    ranked = any((n.node_rank or 0) > 0 for n in nodes)
+    sets = [n.ranks for n in nodes if n.ranks]
+    split = len(sets) == len(nodes) and all(
+        not (a & b) for i, a in enumerate(sets) for b in sets[i + 1 :]
+    )
+    return told or ranked or split or any(n.pod for n in nodes) or bool(run.kernel)
 
 
 def _digits(node: NodeLog) -> bool:
