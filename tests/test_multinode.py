@@ -53,6 +53,8 @@ def test_the_first_incident_is_the_root_cause_and_consequences_point_at_it(sidec
     assert root.consequence_of is None
     if "root_flags" in story:
         assert root.offending_flags == story["root_flags"]
+    if "root_corrected_contains" in story:
+        assert story["root_corrected_contains"] in (root.corrected_command or "")
     consequences = [i for i in report.incidents if i.consequence_of is not None]
     assert consequences and all(i.consequence_of == 0 for i in consequences)
     assert sorted({i.node for i in consequences}) == story["consequence_nodes"]

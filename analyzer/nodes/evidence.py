@@ -4,13 +4,14 @@ beside the logs, a setting the nodes disagree on, a node that stopped printing."
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from analyzer.core.model import Incident, Line
+from analyzer.core.model import Edit, Incident, Line
 from analyzer.core.toml_data import shipped_toml
-from analyzer.nodes.node_logs import KernelEvent, NodeLog, RunLogs
+from analyzer.nodes.node_logs import COMMAND_FLAG, FLAG_SETTING, KernelEvent, NodeLog, RunLogs
 from analyzer.nodes.skew import Skew, on_reference
 
 SETTING_FLAGS = {
@@ -164,23 +165,45 @@ def agreement_incidents(nodes: list[NodeLog], reference: NodeLog) -> list[Timed]
     return out
 
 
-def _settings_line(node: NodeLog) -> Line:
-    number = node.settings_line or 1
-    return Line(node.source, number, f"(settings of {node.name})", "")
+def _settings_lines(node: NodeLog) -> list[Line]:
+    """The node's launch command if its log shows one, else the record it was read from."""
+    if node.command_line:
+        return [Line(node.source, node.command_line, node.command_text, node.command_text)]
+    if node.settings_line:
+        return [Line(node.source, node.settings_line, node.settings_text, node.settings_text)]
+    return []
+
+
+def _corrected(node: NodeLog, flag: str, value: str) -> tuple[str | None, list[Edit]]:
+    """The node's own command with the one value changed (every other flag kept)."""
+    if not node.command_text:
+        return None, []
+    spellings = [
+        name
+        for name, setting in FLAG_SETTING.items()
+        if f"--{name}" == flag or (SETTING_FLAGS.get(setting) == flag)
+    ]
+    for found in COMMAND_FLAG.finditer(node.command_text):
+        if found["flag"] in spellings:
+            start, end = found.span("value")
+            text = node.command_text
+            return text[:start] + shlex.quote(value) + text[end:], [Edit("set", flag, value=value)]
+    return None, []
 
 
 def _mismatch(node: NodeLog, flag: str, value: str, expected: str, reference: NodeLog) -> Incident:
     what = "SGLang release" if flag == "release" else flag
     flags = [] if flag == "release" else [flag]
+    corrected, edits = _corrected(node, flag, expected) if flags else (None, [])
     return Incident(
         rule_class="node_mismatch",
         rule="multinode-flag-mismatch",
         title=f"{node.name} runs with {what} {value}; the other nodes with {expected}",
         severity="fatal",
         source=node.source,
-        line=node.settings_line,
+        line=node.command_line or node.settings_line,
         ranks=[],
-        evidence=[_settings_line(node)] if node.settings_line else [],
+        evidence=_settings_lines(node),
         span=None,
         offending_flags=flags,
         explanation=(
@@ -189,6 +212,10 @@ def _mismatch(node: NodeLog, flag: str, value: str, expected: str, reference: No
             "other at distributed init, or join with different shapes, and time out."
         ),
         advice=[f"Launch {node.name} with {what} {expected}, as every other node."],
+        command=node.command_text or None,
+        command_source="log" if node.command_text else None,
+        corrected_command=corrected,
+        edits=edits,
         node=node.name,
         fix_outside_command=flag == "release",
     )
@@ -201,9 +228,9 @@ def _same_rank(node: NodeLog, other: NodeLog) -> Incident:
         title=f"{node.name} and {other.source} both run with --node-rank {node.node_rank}",
         severity="fatal",
         source=node.source,
-        line=node.settings_line,
+        line=node.command_line or node.settings_line,
         ranks=[],
-        evidence=[_settings_line(node)] if node.settings_line else [],
+        evidence=_settings_lines(node),
         span=None,
         offending_flags=["--node-rank"],
         explanation="Each node needs its own --node-rank (0 to --nnodes - 1).",

@@ -99,6 +99,9 @@ class NodeLog:
     sglang_lines: int = 0
     settings: dict[str, str] = field(default_factory=dict)
     settings_line: int = 0
+    settings_text: str = ""  # the server_args record or launch command they came from
+    command_line: int = 0
+    command_text: str = ""  # the launch command the log shows, from its entry point on
     ranks: set[str] = field(default_factory=set)
     pids: set[str] = field(default_factory=set)
     sync: dict[str, datetime] = field(default_factory=dict)
@@ -277,10 +280,16 @@ def _read_body(
         settings = parse_server_args(body)
         if settings:
             _take_settings(stream, settings, number)
-    elif LAUNCH.search(body):
+            stream.settings_text = body
+    elif launch := LAUNCH.search(body):
+        if not stream.command_line:
+            entry = body.rfind("python", 0, launch.start())
+            start = entry if entry >= 0 else launch.start()
+            stream.command_line, stream.command_text = number, body[start:].strip()
         flags = {FLAG_SETTING[f["flag"]]: f["value"] for f in COMMAND_FLAG.finditer(body)}
         if flags and not stream.settings_line:
             stream.settings.update(flags)
+            stream.settings_line, stream.settings_text = number, body
     if "sglang" in body.lower() and "release" not in stream.settings:
         version = stated_version(body)
         if version:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from analyzer.core.model import Incident, Report, severity_rank
 from analyzer.core.read import TextInput
@@ -185,8 +185,6 @@ def _started(incident: Incident, time: datetime | None) -> datetime | None:
     found = WATCHDOG_RAN.search(text)
     if not found:
         return time
-    from datetime import timedelta
-
     return time - timedelta(milliseconds=int(found[1] or found[2]))
 
 
