@@ -284,3 +284,31 @@ def test_logs_without_a_record_are_nodes_when_their_ranks_split_one_world(tmp_pa
     assert [(i.rule, i.node, i.consequence_of) for i in report.incidents] == [
         ("oom", "b", None), ("nccl-watchdog", "a", 0)
     ]
+
+
+def test_docker_compose_prefixes_are_peeled_before_the_clocks(tmp_path: Path):
+    """`docker compose logs` puts `NAME  | ` before each line (engine/normalize.py's forms)."""
+    for rank, name in ((0, "head"), (1, "worker")):
+        lines = [
+            f"[2025-03-04 10:00:00] server_args=ServerArgs(model_path='/m', tp_size=16, "
+            f"nnodes=2, node_rank={rank}, dist_init_addr='10.0.0.1:5000')",
+            f"[2025-03-04 10:00:04 TP{rank * 8}] Init torch distributed ends. mem usage=1 GB",
+        ]
+        if rank:
+            lines += [
+                "[2025-03-04 10:05:00 TP8] Scheduler hit an exception: Traceback (most recent call last):",
+                '  File "/x/sglang/srt/managers/scheduler.py", line 1, in run_scheduler_process',
+                "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.",
+            ]
+        else:
+            lines.append(
+                "[rank0]:[E0304 10:15:00.1 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught "
+                "collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE, NumelIn=1, "
+                "NumelOut=1, Timeout(ms)=600000) ran for 600000 milliseconds before timing out."
+            )
+        text = "".join(f"{name}-1  | {line}\n" for line in lines)
+        (tmp_path / f"{name}.log").write_text(text)
+    report = analyze([str(tmp_path)])
+    assert report.nodes[1].line.startswith(
+        "node0: NCCL watchdog timeout at 10:15:00, 600 s after node1's CUDA out of memory at 10:05:00"
+    )

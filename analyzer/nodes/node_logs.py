@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from analyzer.core.read import TextInput
+from analyzer.engine.normalize import SAMPLE_LINES, LinePrefixes, detect_prefixes
 from analyzer.sglang.log_format import RANK, SGLANG_PREFIX, parse_server_args, stated_version
 
 KUBECTL = re.compile(r"^\[pod/(?P<pod>[^\s\]/]+)/[^\s\]]+\] ")
@@ -168,6 +169,7 @@ def _read_input(
     source = text_input.path
     stream: NodeLog | None = None
     last_time: dict[str, datetime | None] = {}
+    peel = _other_prefixes(text_input)
     for number, raw in enumerate(text_input.lines(), start=1):
         text = raw.rstrip("\r\n")
         pod = KUBECTL.match(text)
@@ -185,6 +187,11 @@ def _read_input(
         time, host, text = _line_time(text, clock)
         if host:
             stream.host = host
+        if peel is not None:
+            start, end, _ = peel.body_span(text)
+            text = text[start:end]
+        if time is None and text.startswith("["):
+            time = _torch_time(text, clock)
         body = text
         sglang = SGLANG_PREFIX.match(body) if body.startswith("[") else None
         if sglang and (sglang["ts"] or sglang["ranks"].strip()):
@@ -203,6 +210,19 @@ def _read_input(
         stream.last_text = raw.rstrip("\r\n")
         if number in wanted:
             run.at[(source, number)] = (key, last_time.get(key))
+
+
+def _other_prefixes(text_input: TextInput) -> LinePrefixes | None:
+    """What else a user's tools put before the lines (docker compose, srun --label, grep -n:
+    engine/normalize.py), to peel after the pod and the clock read here."""
+    sample = []
+    for line in text_input.lines():
+        sample.append(KUBECTL.sub("", line.rstrip("\r\n"), count=1))
+        if len(sample) >= SAMPLE_LINES:
+            break
+    found = detect_prefixes(sample)
+    forms = tuple(f for f in found.forms if f.name not in ("kubectl", "journald"))
+    return LinePrefixes(forms, found.fenced, found.columns) if forms or found.fenced else None
 
 
 def _iso(text: str) -> datetime | None:
@@ -230,12 +250,14 @@ def _line_time(text: str, clock: _Clock) -> tuple[datetime | None, str | None, s
     dmesg = DMESG.match(text)
     if dmesg:
         return None, None, text[dmesg.end() :]
-    torch_rank = TORCH_RANK.match(text)
-    rest = text[torch_rank.end() :] if torch_rank else text
-    torch_time = TORCH_TIME.match(rest)
-    if torch_time:
-        return clock.parse(torch_time), None, text
     return None, None, text
+
+
+def _torch_time(text: str, clock: _Clock) -> datetime | None:
+    """torch's own clock on its C++ lines (`[rank4]:[E304 12:54:52.1 File.cpp:N]`)."""
+    torch_rank = TORCH_RANK.match(text)
+    torch_time = TORCH_TIME.match(text[torch_rank.end() :] if torch_rank else text)
+    return clock.parse(torch_time) if torch_time else None
 
 
 def _read_body(
