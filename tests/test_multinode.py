@@ -312,3 +312,38 @@ def test_docker_compose_prefixes_are_peeled_before_the_clocks(tmp_path: Path):
     assert report.nodes[1].line.startswith(
         "node0: NCCL watchdog timeout at 10:15:00, 600 s after node1's CUDA out of memory at 10:05:00"
     )
+
+
+def _serving_pair(tmp_path: Path) -> list[Path]:
+    paths = []
+    for rank in (0, 1):
+        path = tmp_path / f"host{'ab'[rank]}.log"
+        path.write_text(
+            f"[2025-03-04 10:00:00] server_args=ServerArgs(model_path='/m', tp_size=16, "
+            f"nnodes=2, node_rank={rank}, dist_init_addr='10.0.0.1:5000')\n"
+            f"[2025-03-04 10:00:04 TP{rank * 8}] Init torch distributed ends. mem usage=1 GB\n"
+        )
+        paths.append(path)
+    return paths
+
+
+def test_a_kernel_line_nothing_ties_goes_to_the_node_that_died(tmp_path: Path):
+    node0, node1 = _serving_pair(tmp_path)
+    with node1.open("a") as log:
+        log.write("[2025-03-04 10:05:00] Scheduler or DataParallelController 777 terminated with -9\n")
+    with node0.open("a") as log:
+        log.write(
+            "[2025-03-04 10:06:00 TP0] Scheduler watchdog timeout "
+            "(self.watchdog_timeout=300, self.soft=False)\n"
+        )
+    (tmp_path / "dmesg.txt").write_text(
+        "[ 99.1] Out of memory: Killed process 4321 (python3) total-vm:1kB, anon-rss:1kB\n"
+    )
+    report = analyze([str(tmp_path)])
+    assert [(i.rule, i.node, i.consequence_of) for i in report.incidents] == [
+        ("kernel-oom-kill", "node1", None),
+        ("watchdog-timeout", "node0", 0),
+        ("child-died", "node1", 0),
+    ]
+    line = next(s.line for s in report.nodes if s.name == "node0")
+    assert "wait started at 10:01:00, 300 s before" in line

@@ -56,13 +56,18 @@ def _node_of(event: KernelEvent, nodes: list[NodeLog]) -> NodeLog | None:
     return None
 
 
-def kernel_incidents(run: RunLogs, nodes: list[NodeLog], skews: dict[str, Skew]) -> list[Timed]:
-    """One incident per OOM kill and per Xid the driver logged (the first of each code)."""
+def kernel_incidents(
+    run: RunLogs, nodes: list[NodeLog], skews: dict[str, Skew], died: set[str | None]
+) -> list[Timed]:
+    """One incident per OOM kill and per Xid the driver logged (the first of each code).
+    A kernel line nothing ties to a node goes to the one node whose process died without
+    an error of its own (`died`), if there is just one."""
+    dead = [n for n in nodes if n.name in died]
     table = shipped_toml("analyzer.nodes", "xid.toml")
     out: list[Timed] = []
     seen: set[tuple] = set()
     for event in run.kernel:
-        node = _node_of(event, nodes)
+        node = _node_of(event, nodes) or (dead[0] if len(dead) == 1 else None)
         key = (event.kind, event.code, event.pid, node.key if node else event.host)
         if key in seen:
             continue

@@ -39,6 +39,7 @@ QUIET_SYMPTOMS = {"startup-stall"}
 # a process that died with no error of its own: explained by a failure beside it, if any
 LOCAL_DEATHS = {"child-died", "silent-death"}
 KUBECTL_POD = re.compile(r"\[pod/([^\s\]/]+)/")
+SCHEDULER_WATCHDOG = re.compile(r"watchdog_timeout=(\d+(?:\.\d+)?)")
 WATCHDOG_RAN = re.compile(r"ran for (\d+) milliseconds|Timeout\(ms\)=(\d+)")
 SHORT = {
     "nccl-watchdog": "NCCL watchdog timeout",
@@ -109,7 +110,8 @@ def join_nodes(report: Report, inputs: Iterable[TextInput]) -> Report:
     reference = min(nodes, key=lambda n: (n.node_rank is None, n.node_rank or 0, n.key))
     skews = estimate(nodes, reference)
     timed = _timed_incidents(report.incidents, run, nodes, skews)
-    timed += kernel_incidents(run, nodes, skews)
+    died = {t.incident.node for t in timed if t.incident.rule in LOCAL_DEATHS}
+    timed += kernel_incidents(run, nodes, skews, died)
     mismatches = agreement_incidents(nodes, reference)
     if not any(_is_failure(t.incident) for t in timed):
         # nodes that came up together despite a difference (a host name and its address,
@@ -179,9 +181,12 @@ def _timed_incidents(
 def _started(incident: Incident, time: datetime | None) -> datetime | None:
     """When the failure began: a watchdog timeout names its timeout, the collective started
     that long before the message."""
-    if time is None or incident.rule != "nccl-watchdog":
+    if time is None or incident.rule not in ("nccl-watchdog", "watchdog-timeout"):
         return time
     text = " ".join(ln.text for ln in incident.evidence)
+    if incident.rule == "watchdog-timeout":  # scheduler.py: `(self.watchdog_timeout=300, ...)`
+        found = SCHEDULER_WATCHDOG.search(text)
+        return time - timedelta(seconds=float(found[1])) if found else time
     found = WATCHDOG_RAN.search(text)
     if not found:
         return time
@@ -302,7 +307,8 @@ def _node_line(story: NodeStory, ordered: list[Timed], root: Timed | None) -> st
         line += f", after {cause}"
     if first.started is not None and first.started != first.time:
         waited = (first.time - first.started).total_seconds()
-        line += f" (its collective started at {_clock(first.started)}, {waited:.0f} s before)"
+        what = "collective" if first.incident.rule == "nccl-watchdog" else "wait"
+        line += f" (its {what} started at {_clock(first.started)}, {waited:.0f} s before)"
     return line
 
 
