@@ -347,3 +347,17 @@ def test_a_kernel_line_nothing_ties_goes_to_the_node_that_died(tmp_path: Path):
     ]
     line = next(s.line for s in report.nodes if s.name == "node0")
     assert "wait started at 10:01:00, 300 s before" in line
+
+
+def test_another_process_killed_beside_a_healthy_run_is_a_warning(tmp_path: Path):
+    node0, node1 = _serving_pair(tmp_path)
+    (tmp_path / "hostb-dmesg.txt").write_text(
+        "[ 99.1] Out of memory: Killed process 4321 (java) total-vm:1kB, anon-rss:1kB\n"
+    )
+    report = analyze([str(tmp_path)])
+    assert [(i.rule, i.severity, i.node) for i in report.incidents] == [
+        ("kernel-oom-kill", "warning", "node1")
+    ]
+    with node1.open("a") as log:
+        log.write("[2025-03-04 10:00:05 TP8] Process 4321 gpu_id 0 is running on CPUs: [0, 1]\n")
+    assert analyze([str(tmp_path)]).incidents[0].severity == "fatal"  # it was node1's rank

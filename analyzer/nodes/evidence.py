@@ -57,11 +57,17 @@ def _node_of(event: KernelEvent, nodes: list[NodeLog]) -> NodeLog | None:
 
 
 def kernel_incidents(
-    run: RunLogs, nodes: list[NodeLog], skews: dict[str, Skew], died: set[str | None]
+    run: RunLogs,
+    nodes: list[NodeLog],
+    skews: dict[str, Skew],
+    died: set[str | None],
+    failed: bool,
 ) -> list[Timed]:
     """One incident per OOM kill and per Xid the driver logged (the first of each code).
     A kernel line nothing ties to a node goes to the one node whose process died without
-    an error of its own (`died`), if there is just one."""
+    an error of its own (`died`), if there is just one. In a run whose logs show no failure
+    (`failed`), only a kill of a pid a node's log named is fatal: another process's end is
+    a warning."""
     dead = [n for n in nodes if n.name in died]
     table = shipped_toml("analyzer.nodes", "xid.toml")
     out: list[Timed] = []
@@ -74,6 +80,9 @@ def kernel_incidents(
         seen.add(key)
         incident = _oom_kill(event) if event.kind == "oom_kill" else _xid(event, table)
         incident.node = node.name if node else (event.host or Path(event.source).stem)
+        ours = node is not None and event.pid is not None and event.pid in node.pids
+        if not failed and not ours:
+            incident.severity = "warning"
         time = on_reference(event.time, skews.get(node.key)) if node else event.time
         if time is None and node is not None:
             # dmesg counts seconds since boot: the node's death is the nearest clock

@@ -111,7 +111,8 @@ def join_nodes(report: Report, inputs: Iterable[TextInput]) -> Report:
     skews = estimate(nodes, reference)
     timed = _timed_incidents(report.incidents, run, nodes, skews)
     died = {t.incident.node for t in timed if t.incident.rule in LOCAL_DEATHS}
-    timed += kernel_incidents(run, nodes, skews, died)
+    failed = any(_is_failure(t.incident) for t in timed)
+    timed += kernel_incidents(run, nodes, skews, died, failed)
     mismatches = agreement_incidents(nodes, reference)
     if not any(_is_failure(t.incident) for t in timed):
         # nodes that came up together despite a difference (a host name and its address,
