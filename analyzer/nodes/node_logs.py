@@ -148,13 +148,17 @@ class _Clock:
             return None
 
 
-def read_run(inputs: Iterable[TextInput], wanted: dict[str, set[int]]) -> RunLogs:
-    """Read every input once; `wanted` are the lines (per source) whose node and time to keep."""
+def read_run(
+    inputs: Iterable[TextInput], wanted: dict[str, set[int]], limit: int | None = None
+) -> RunLogs:
+    """Read every input once; `wanted` are the lines (per source) whose node and time to keep;
+    `limit`: only each input's first lines (a first look)."""
     run = RunLogs()
     clock = _Clock()
     for text_input in inputs:
         streams: dict[str, NodeLog] = {}
-        _read_input(text_input, wanted.get(text_input.path, set()), streams, run, clock)
+        lines = wanted.get(text_input.path, set())
+        _read_input(text_input, lines, streams, run, clock, limit)
         run.nodes.extend(streams.values())
     return run
 
@@ -165,12 +169,15 @@ def _read_input(
     streams: dict[str, NodeLog],
     run: RunLogs,
     clock: _Clock,
+    limit: int | None,
 ) -> None:
     source = text_input.path
     stream: NodeLog | None = None
     last_time: dict[str, datetime | None] = {}
     peel = _other_prefixes(text_input)
     for number, raw in enumerate(text_input.lines(), start=1):
+        if limit is not None and number > limit:
+            break
         text = raw.rstrip("\r\n")
         pod = KUBECTL.match(text)
         if pod:
@@ -234,16 +241,21 @@ def _iso(text: str) -> datetime | None:
 
 def _line_time(text: str, clock: _Clock) -> tuple[datetime | None, str | None, str]:
     """The line's own clock (one of the prefixes above), the journal's host, the rest."""
-    iso = ISO_TIME.match(text)
+    first = text[:1]
+    if first == "[" and text[1:3] == "20":  # SGLang's own `[2025-...`: no prefix of these
+        return None, None, text
+    iso = ISO_TIME.match(text) if first.isdigit() else None
     if iso:
         time = _iso(iso["ts"])
         clock.year = time.year if time else clock.year
         return time, None, text[iso.end() :]
-    journal = JOURNAL.match(text)
+    journal = JOURNAL.match(text) if first.isupper() else None
     if journal:
         rest = text[journal.end() :]
         rest = DMESG.sub("", rest, count=1)
         return clock.parse(journal), journal["host"], rest
+    if first != "[":
+        return None, None, text
     dmesg_t = DMESG_T.match(text)
     if dmesg_t:
         return clock.parse(dmesg_t), None, text[dmesg_t.end() :]
@@ -269,10 +281,11 @@ def _read_body(
     host: str | None,
     run: RunLogs,
 ) -> None:
-    torch_rank = TORCH_RANK.match(body)
-    if torch_rank:
-        stream.ranks.add(f"rank{torch_rank['rank']}")
-    if "NVRM: Xid" in body or "process" in body:
+    if body.startswith("[rank"):
+        torch_rank = TORCH_RANK.match(body)
+        if torch_rank:
+            stream.ranks.add(f"rank{torch_rank['rank']}")
+    if "NVRM: Xid" in body or "rocess " in body:
         kill = OOM_KILL.search(body)
         xid = XID.search(body) if kill is None else None
         if kill or xid:
@@ -294,7 +307,7 @@ def _read_body(
                 )
             )
             return
-    sync = SYNC.search(body)
+    sync = SYNC.search(body) if time is not None and (" begin" in body or " end" in body) else None
     if sync and time is not None:
         event = re.sub(r"Capture [\w ]*?graph", "Capture graph", sync["event"], flags=re.I)
         stream.sync.setdefault(event.lower(), time)
@@ -312,12 +325,12 @@ def _read_body(
         if flags and not stream.settings_line:
             stream.settings.update(flags)
             stream.settings_line, stream.settings_text = number, body
-    if "sglang" in body.lower() and "release" not in stream.settings:
+    if "release" not in stream.settings and "sglang" in body:
         version = stated_version(body)
         if version:
             stream.settings["release"] = version
-    for found in PIDS.finditer(body):
-        stream.pids.add(found["pid"])
+    if "pid" in body or "PID" in body or "rocess " in body or "Controller " in body:
+        stream.pids.update(found["pid"] for found in PIDS.finditer(body))
 
 
 def _take_settings(stream: NodeLog, settings: dict[str, Any], number: int) -> None:

@@ -38,6 +38,7 @@ PEER_SYMPTOMS = {
 QUIET_SYMPTOMS = {"startup-stall"}
 # a process that died with no error of its own: explained by a failure beside it, if any
 LOCAL_DEATHS = {"child-died", "silent-death"}
+FIRST_LOOK = 2000  # lines of each input: the server_args record and the first ranks
 KUBECTL_POD = re.compile(r"\[pod/([^\s\]/]+)/")
 SCHEDULER_WATCHDOG = re.compile(r"watchdog_timeout=(\d+(?:\.\d+)?)")
 WATCHDOG_RAN = re.compile(r"ran for (\d+) milliseconds|Timeout\(ms\)=(\d+)")
@@ -102,6 +103,8 @@ def join_nodes(report: Report, inputs: Iterable[TextInput]) -> Report:
     for incident in report.incidents:
         wanted.setdefault(incident.source, set()).add(incident.line)
     files = [t for t in inputs if t.path in paths and t.file is not None and not t.is_binary()]
+    if not _first_look(files):
+        return report
     run = read_run(files, wanted)
     nodes = [n for n in run.nodes if n.sglang_lines or not _only_kernel(n, run)]
     if not _is_multinode(nodes, run):
@@ -134,6 +137,15 @@ def _may_be_multinode(report: Report, log_inputs: int) -> bool:
         return True
     lines = [ln for i in report.incidents for ln in i.evidence] + report.last_lines
     return len({m[1] for ln in lines if (m := KUBECTL_POD.search(ln.text))}) >= 2
+
+
+def _first_look(files: list[TextInput]) -> bool:
+    """The inputs' first lines: are they nodes of one run, or is one of them no SGLang log
+    (a kernel log, whose lines may come later)? Several single-node logs are read no further."""
+    sample = read_run(files, {}, limit=FIRST_LOOK)
+    if any(not n.sglang_lines for n in sample.nodes):
+        return True
+    return _is_multinode(sample.nodes, sample)
 
 
 def _only_kernel(node: NodeLog, run: RunLogs) -> bool:
