@@ -361,3 +361,18 @@ def test_another_process_killed_beside_a_healthy_run_is_a_warning(tmp_path: Path
     with node1.open("a") as log:
         log.write("[2025-03-04 10:00:05 TP8] Process 4321 gpu_id 0 is running on CPUs: [0, 1]\n")
     assert analyze([str(tmp_path)]).incidents[0].severity == "fatal"  # it was node1's rank
+
+
+def test_an_input_gone_before_the_join_leaves_the_report_with_a_note(monkeypatch):
+    import analyzer.nodes.story as story
+
+    def gone(*args, **kwargs):
+        raise FileNotFoundError("node1.log vanished")
+
+    folder = ROOT / "fixtures/multinode/oom_then_watchdog"
+    plain = analyze([str(folder)])
+    monkeypatch.setattr(story, "read_run", gone)
+    report = analyze([str(folder)])
+    assert report.nodes == [] and all(i.node is None for i in report.incidents)
+    assert report.warnings[-1] == "the nodes were not joined: node1.log vanished"
+    assert {i.rule for i in report.incidents} == {i.rule for i in plain.incidents}

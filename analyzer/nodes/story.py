@@ -94,7 +94,20 @@ class NodeStory:
 
 def join_nodes(report: Report, inputs: Iterable[TextInput]) -> Report:
     """The report with each incident's node, its cause, the nodes' lines; unchanged when the
-    inputs are not several nodes of one run."""
+    inputs are not several nodes of one run. An input that changed or vanished since the
+    pipeline read it leaves the report as it was, with a note."""
+    incidents = list(report.incidents)
+    try:
+        return _join(report, inputs)
+    except (OSError, UnicodeError, ValueError) as exc:
+        for incident in incidents:
+            incident.node = incident.consequence_of = None
+        report.incidents, report.nodes = incidents, []
+        report.warnings.append(f"the nodes were not joined: {exc}")
+        return report
+
+
+def _join(report: Report, inputs: Iterable[TextInput]) -> Report:
     logs = [s for s in report.inputs if not s.kind.startswith("transcript")]
     if not _may_be_multinode(report, len(logs)):
         return report
