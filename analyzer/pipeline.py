@@ -23,6 +23,7 @@ from analyzer.incidents.assemble import analyze_log, command_incidents
 from analyzer.incidents.context import Context, Options, with_catalog
 from analyzer.incidents.finish import finish
 from analyzer.incidents.session_incidents import transcript_incidents
+from analyzer.nodes.story import join_nodes
 from analyzer.repair.correct import verify_incidents
 from analyzer.rulebook.vocabulary import Rule, all_triggers, load_rules
 from analyzer.sglang.catalog import all_catalogs, load_catalog
@@ -77,6 +78,7 @@ def analyze(
         if options.metrics:
             runs.extend(_metrics(text_input))
     report = finish(found, summaries, last_lines, context)
+    report = join_nodes(report, open_inputs(paths, is_transcript_folder))  # analyzer/nodes/
     report.attempts = collate.classify_attempts(timeline, report.incidents)
     report.runs = runs
     if options.verify:

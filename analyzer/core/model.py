@@ -276,9 +276,12 @@ class Incident:
     # other processes hold): no corrected command is expected
     fix_outside_command: bool = False
     # the report's index of the incident this one follows from (an OOM because other
-    # processes held the GPUs); `cause` is that incident until the report is ordered
+    # processes held the GPUs; a watchdog timeout on another node); `cause` is that incident
+    # until the report is ordered
     consequence_of: int | None = None
     cause: Incident | None = field(default=None, repr=False, compare=False)
+    # a multi-node run (analyzer/nodes/): the node whose log shows it
+    node: str | None = None
 
 
 @dataclass
@@ -380,3 +383,5 @@ class Report:
     # decode metrics of each log (analyzer.metrics' RunMetrics), read only when a format
     # draws them (the HTML charts); the core model carries them without knowing their type
     runs: list[Any] = field(default_factory=list)
+    # a multi-node run: one entry per node (analyzer.nodes.story.NodeStory), empty otherwise
+    nodes: list[Any] = field(default_factory=list)

@@ -29,6 +29,7 @@ from analyzer.formats.report_text import (
     shows_tail,
     worst_severity,
 )
+from analyzer.nodes.node_text import node_heading, node_lanes
 
 MAX_LINE_CHARS = 2000
 
@@ -221,7 +222,11 @@ def render_html(report: Report) -> str:
     views = [incident_view(i, inc) for i, inc in enumerate(report.incidents, start=1)]
     sources = [s.path for s in report.inputs]
     template = env.get_template("report.html.j2")
+    lanes, axis_start, axis_end = node_lanes(report)
     return template.render(
+        lanes=lanes,
+        axis=(axis_start, axis_end),
+        node_heading=node_heading(report) if report.nodes else "",
         report=report,
         views=views,
         timeline=timeline(views, sources) if _wants_timeline(report) else [],

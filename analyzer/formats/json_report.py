@@ -32,7 +32,12 @@ def report_dict(report: Report) -> dict[str, Any]:
         "attempts": [_attempt(a) for a in report.attempts],
         "last_lines": [_line(ln) for ln in report.last_lines] if _wants_tail(report) else [],
         "warnings": list(report.warnings),
-    }
+    } | _nodes(report)
+
+
+def _nodes(report: Report) -> dict[str, Any]:
+    """A multi-node run's nodes (analyzer/nodes/); a single node's report has no such key."""
+    return {"nodes": [n.as_json() for n in report.nodes]} if report.nodes else {}
 
 
 def _wants_tail(report: Report) -> bool:
@@ -43,7 +48,7 @@ def _wants_tail(report: Report) -> bool:
 
 def incident_dict(incident: Incident) -> dict[str, Any]:
     """One incident as the JSON report writes it (metrics findings reuse it)."""
-    fields: dict[str, Any] = {
+    return {
         "class": incident.rule_class,
         "rule": incident.rule,
         "title": incident.title,
@@ -66,10 +71,17 @@ def incident_dict(incident: Incident) -> dict[str, Any]:
         "alternatives": [a.as_json() for a in incident.alternatives],
         # the rule says no command edit fixes it (other processes hold the GPU, the install)
         "fix_outside_command": incident.fix_outside_command,
-    }
-    if incident.consequence_of is not None:  # only set on an incident that follows another
-        fields["consequence_of"] = incident.consequence_of
-    return fields
+    } | _consequence_fields(incident)
+
+
+def _consequence_fields(incident: Incident) -> dict[str, Any]:
+    """Additive fields: a multi-node run's incidents name their `node` and `consequence_of`
+    (null for a cause); elsewhere only a consequence carries `consequence_of`."""
+    if incident.node is not None:
+        return {"node": incident.node, "consequence_of": incident.consequence_of}
+    if incident.consequence_of is not None:
+        return {"consequence_of": incident.consequence_of}
+    return {}
 
 
 def _attempt(attempt: Attempt) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from analyzer.formats.report_text import (
     shows_tail,
     worst_severity,
 )
+from analyzer.nodes.node_text import incident_node, node_heading, node_lines
 
 MARKDOWN_LIMIT = 1_000_000  # bytes; GitHub's step-summary limit is 1 MiB
 MAX_TABLE_ROWS = 200
@@ -120,6 +121,7 @@ def _render(report: Report, detail: Detail) -> str:
             " the HTML and JSON reports (`--html`, `--format json`) have everything.",
             "",
         ]
+    out += _nodes(report)
     if report.incidents:
         out += _table(report.incidents)
     detailed = report.incidents[: detail.detailed_incidents]
@@ -135,6 +137,14 @@ def _render(report: Report, detail: Detail) -> str:
         out += [f"- {escape(_cut(w, detail.text_chars))}" for w in report.warnings]
         out.append("")
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _nodes(report: Report) -> list[str]:
+    """A multi-node run: the root cause's node first, one line per node."""
+    if not report.nodes:
+        return []
+    heading = f"#### Nodes: {escape(node_heading(report))}"
+    return [heading, "", *(f"- {escape(line)}" for line in node_lines(report)), ""]
 
 
 def _header(report: Report) -> list[str]:
@@ -191,6 +201,8 @@ def _incident(index: int, incident: Incident, detail: Detail) -> list[str]:
         meta.append("ranks " + escape(", ".join(incident.ranks)))
     if incident.attempt is not None:
         meta.append(f"attempt {incident.attempt}")
+    if node := incident_node(incident):
+        meta.append(escape(node))
     meta.append(f"rule {code_span(incident.rule)}")
     out = [heading, "", " · ".join(meta), ""]
     if incident.offending_flags:

@@ -13,6 +13,7 @@ import difflib
 import regex
 
 from analyzer.core.model import Incident, Line, Report
+from analyzer.nodes.node_text import incident_node, node_heading, node_lines
 
 CONTROL = regex.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 MAX_SHOWN = 400
@@ -72,7 +73,7 @@ def _edit_text(incident: Incident) -> list[str]:
 
 
 def render_plain(report: Report) -> str:
-    out = [headline(report)]
+    out = [headline(report), *_node_lines(report)]
     for index, incident in enumerate(report.incidents, start=1):
         out.append("")
         out.extend(_plain_incident(index, incident))
@@ -90,7 +91,9 @@ def _plain_incident(index: int, incident: Incident) -> list[str]:
     if incident.ranks:
         where += f"  ranks: {', '.join(incident.ranks)}"
     out.append(where)
-    if incident.consequence_of is not None:
+    if node := incident_node(incident):  # a multi-node run's: the node and its cause
+        out.append(f"    node: {clean(node)}")
+    elif incident.consequence_of is not None:
         out.append(f"    {_follows(incident.consequence_of)}")
     if incident.offending_flags:
         out.append(f"    flags: {' '.join(incident.offending_flags)}")
@@ -108,6 +111,13 @@ def _plain_incident(index: int, incident: Incident) -> list[str]:
         out.extend(f"      - {clean(a)}" for a in incident.advice)
     out.extend(_plain_commands(incident))
     return out
+
+
+def _node_lines(report: Report) -> list[str]:
+    """A multi-node run: which node failed first, and what each other node shows."""
+    if not report.nodes:
+        return []
+    return [f"{node_heading(report)}:", *(f"  {clean(line)}" for line in node_lines(report))]
 
 
 def _where(incident: Incident) -> str:
@@ -187,6 +197,8 @@ def render_rich(report: Report, console) -> None:
     from rich.text import Text
 
     console.print(Text(headline(report), style="bold"))
+    for line in _node_lines(report):
+        console.print(Text(line))
     for index, incident in enumerate(report.incidents, start=1):
         style = {"fatal": "red", "error": "red", "warning": "yellow"}.get(incident.severity, "cyan")
         title = Text(f"[{index}] {incident.severity.upper()} {incident.rule_class}", style=style)
@@ -215,7 +227,9 @@ def _rich_body(incident: Incident):
     body.append(clean(incident.title) + "\n", style="bold")
     where = _where(incident)
     body.append(where + (f"  ranks: {', '.join(incident.ranks)}" if incident.ranks else "") + "\n")
-    if incident.consequence_of is not None:
+    if node := incident_node(incident):
+        body.append(f"node: {clean(node)}\n")
+    elif incident.consequence_of is not None:
         body.append(_follows(incident.consequence_of) + "\n", style="dim")
     if incident.offending_flags:
         body.append("flags: ", style="bold")
