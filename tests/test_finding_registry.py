@@ -14,8 +14,10 @@ from analyzer.incidents.finding_registry import (
     KIND_COMPARISON,
     KIND_FALLBACK,
     KIND_FAMILY,
+    KIND_NODES,
     KIND_PHASE,
     KIND_SESSION,
+    KIND_SIGNAL,
     KIND_TOML,
     priorities,
     registry,
@@ -39,6 +41,8 @@ def test_every_kind_has_its_entries_and_ids_are_unique():
         KIND_PHASE,
         KIND_SESSION,
         KIND_COMPARISON,
+        KIND_SIGNAL,
+        KIND_NODES,
     }
     ids = [e.id for e in entries]
     assert len(ids) == len(set(ids)), sorted(i for i in ids if ids.count(i) > 1)
@@ -91,3 +95,14 @@ def test_loganalyze_rules_lists_every_entry():
     ).stdout
     listed = {line.split("  ", 1)[0] for line in out.splitlines() if "  [" in line}
     assert listed == {e.id for e in registry(RULES)}
+
+
+def test_every_signal_kind_the_stage_can_mint_is_an_entry():
+    """The signal stage names its findings `signal-<kind>` in code (an f-string the ast walk
+    above cannot read): each kind it knows, and each library of its catalog, is an entry."""
+    from analyzer.signals.detect import catalog_entries
+    from analyzer.signals.incident import KIND_TITLES
+
+    ids = {e.id for e in registry(RULES)}
+    kinds = set(KIND_TITLES) | {e.kind for e in catalog_entries()}
+    assert {f"signal-{k}" for k in kinds} <= ids

@@ -28,6 +28,8 @@ KIND_PHASE = "frame phase"
 KIND_SESSION = "session finding"
 KIND_FALLBACK = "fallback"  # minted in code when no rule explains the input
 KIND_COMPARISON = "run comparison"  # `loganalyze compare`, from the runs' decode metrics
+KIND_SIGNAL = "failure signal"  # a failure line no rule explains (analyzer/signals/)
+KIND_NODES = "multi-node join"  # several nodes' logs joined (analyzer/nodes/)
 
 
 @dataclass(frozen=True)
@@ -125,6 +127,11 @@ def registry(rules: list[Rule], sessions: bool = True, catalogs: bool = True) ->
     entries = [_of_rule(r, KIND_TOML) for r in rules]
     entries += [_of_rule(r, KIND_CHECK) for r in CHECK_RULES.values()]
     entries += MINTED_ENTRIES
+    from analyzer.nodes.node_findings import NODE_ENTRIES
+    from analyzer.signals.signal_findings import signal_entries
+
+    entries += [Entry(*e, kind=KIND_SIGNAL) for e in signal_entries()]
+    entries += [Entry(*e, kind=KIND_NODES) for e in NODE_ENTRIES]
     if catalogs:
         entries += _catalog_entries(rules)
     if sessions:
