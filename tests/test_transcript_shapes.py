@@ -259,7 +259,10 @@ def test_the_persisted_output_preview_is_used_when_the_file_is_gone(tmp_path):
     agent = folder / session / "subagents" / "agent-a4f19c2.jsonl"
     (copy / session / "subagents" / agent.name).write_bytes(agent.read_bytes())
     report = analyze([str(copy / f"{session}.jsonl")])
-    assert report.incidents == [] and [a.outcome for a in report.attempts] == ["unknown"]
+    # the preview stops inside SGLang's usage text, before argparse's `error:` line: SGLang
+    # refused the command, which the failure-signal stage reports without naming the flag
+    assert [(i.rule, i.offending_flags) for i in report.incidents] == [("signal-usage", [])]
+    assert [a.outcome for a in report.attempts] == ["failed"]
     assert any("only the 2 KB preview" in n for n in report.inputs[0].notes)
 
 

@@ -22,10 +22,10 @@ from analyzer.formats.terminal import render_plain
 from analyzer.pipeline import Options, analyze
 from analyzer.sglang.catalog import load_catalog
 from analyzer.sglang.launch_command import parse_launch_command
-from analyzer.transcripts import detect, diagnostics, shell
+from analyzer.transcripts import command_outputs, detect, shell
 from analyzer.transcripts.attempts import build_session
 from analyzer.transcripts.diagnose import flag_diff
-from analyzer.transcripts.model import ShellCall, UserMessage
+from analyzer.transcripts.events import ShellCall, UserMessage
 from analyzer.transcripts.opencode import message_events
 from analyzer.transcripts.reading import read_transcript
 from tests.fixture_cases import ROOT
@@ -383,10 +383,10 @@ def test_nvidia_smi_csv_and_table_give_the_same_numbers():
         (2, "0, 61458 MiB, 81559 MiB"),
         (3, "1, 12 MiB, 81559 MiB"),
     ]
-    parsed = diagnostics.parse_nvidia_smi(
+    parsed = command_outputs.parse_nvidia_smi(
         ["--query-gpu=index,memory.used,memory.total", "--format=csv"], csv
     )
-    table = diagnostics.parse_nvidia_smi([], list(enumerate(CODEX_TABLE.split("\n"), 1)))
+    table = command_outputs.parse_nvidia_smi([], list(enumerate(CODEX_TABLE.split("\n"), 1)))
     assert [(g.index, g.used_mib) for g in parsed.gpus] == [(0, 61458), (1, 12)]
     assert [(g.index, g.used_mib) for g in table.gpus][:2] == [(0, 61458), (1, 61458)]
     assert [(p.gpu, p.pid, p.used_mib) for p in table.processes] == [(0, 4242, 61440)]
@@ -409,7 +409,7 @@ def test_nvidia_smi_csv_and_table_give_the_same_numbers():
 )
 def test_health_polls(output, exit_code, looped, ok):
     lines = list(enumerate(output.split("\n"), 1))
-    assert diagnostics.parse_health("curl ...", looped, exit_code, lines).ok is ok
+    assert command_outputs.parse_health("curl ...", looped, exit_code, lines).ok is ok
 
 
 def test_flag_diff_uses_canonical_names():

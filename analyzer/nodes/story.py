@@ -17,7 +17,7 @@ from analyzer.core.model import Incident, Report, severity_rank
 from analyzer.core.read import TextInput
 from analyzer.incidents.collate import verdict
 from analyzer.incidents.one_cause import number_consequences
-from analyzer.nodes.evidence import (
+from analyzer.nodes.node_incidents import (
     Timed,
     agreement_incidents,
     kernel_incidents,

@@ -28,7 +28,8 @@ from analyzer.engine.scan import MAX_STATED_VERSIONS
 from analyzer.rulebook.vocabulary import Rule
 from analyzer.sglang.launch_command import parse_launch_command
 from analyzer.sglang.log_format import stated_version
-from analyzer.transcripts import client_failures, diagnostics, shell
+from analyzer.transcripts import client_failures, command_outputs, shell
+from analyzer.transcripts.command_outputs import NumberedLine
 from analyzer.transcripts.command_reading import (
     ENTRY_MODULES,
     HELP_FLAGS,
@@ -47,8 +48,7 @@ from analyzer.transcripts.command_reading import (
     strip_grep_prefix,
     subtree,
 )
-from analyzer.transcripts.diagnostics import NumberedLine
-from analyzer.transcripts.model import Event, FileWrite, ShellCall, UserMessage
+from analyzer.transcripts.events import Event, FileWrite, ShellCall, UserMessage
 from analyzer.transcripts.session import (
     Attempt,
     ClientFailure,
@@ -402,15 +402,15 @@ class SessionBuilder:
                 launched_here = True
                 self.before_launch = False
             elif program in ("ls", "stat"):
-                result = diagnostics.parse_ls(arguments, lines)
+                result = command_outputs.parse_ls(arguments, lines)
                 claimed.update(n for n, _ in result.lines)
                 self._observe(_seen("ls", result, result.lines, call, text))
             elif program in PROCESS_TOOLS:
-                check = diagnostics.parse_processes(text, arguments, lines)
+                check = command_outputs.parse_processes(text, arguments, lines)
                 self._observe(_seen("processes", check, check.lines, call, text))
                 claimed.update(n for n, _ in check.lines)
             elif program == "nvidia-smi":
-                snapshot = diagnostics.parse_nvidia_smi(arguments, lines)
+                snapshot = command_outputs.parse_nvidia_smi(arguments, lines)
                 if snapshot is not None:
                     gpus = _seen("gpus", snapshot, snapshot.lines, call, text)
                     claimed.update(n for n, _ in snapshot.lines)
@@ -420,13 +420,13 @@ class SessionBuilder:
                     else:
                         self._observe(gpus)
             elif program in ("curl", "wget"):
-                poll = diagnostics.parse_health(text, looped, call.exit_code, lines)
+                poll = command_outputs.parse_health(text, looped, call.exit_code, lines)
                 claimed.update(n for n, _ in poll.lines)
                 self._observe(_seen("health", poll, poll.lines, call, text))
                 if poll.ok and not self.attempts:
                     self.answered = self._tick()
             elif program in ("dmesg", "journalctl"):
-                kills = diagnostics.kernel_kills(lines)
+                kills = command_outputs.kernel_kills(lines)
                 if kills:
                     self._observe(_seen("kernel_kill", kills, kills, call, text))
             elif program in KILLERS and kills_server(first.values):
@@ -478,9 +478,9 @@ class SessionBuilder:
         for number, line in lines:
             if number in claimed:
                 continue
-            missing = diagnostics.LS_MISSING.match(line)
+            missing = command_outputs.LS_MISSING.match(line)
             if missing:
-                result = diagnostics.LsResult(
+                result = command_outputs.LsResult(
                     [missing["path"]], missing=[(missing["path"], (number, line))]
                 )
                 result.lines.append((number, line))
@@ -499,8 +499,8 @@ class SessionBuilder:
             and call.exit_code in (0, None)
             and not any(o.kind == "ls" and o.ref == call.ref for o in attempt.observations)
         ):
-            empty = diagnostics.LsResult(
-                paths, entries=[diagnostics.Listing(paths[0], 0, None, (0, ""))]
+            empty = command_outputs.LsResult(
+                paths, entries=[command_outputs.Listing(paths[0], 0, None, (0, ""))]
             )
             self._observe(_seen("ls", empty, [], call, text))
 

@@ -26,8 +26,8 @@ from typing import IO, Any
 import regex
 
 from analyzer.transcripts import claude_tasks as tasks
+from analyzer.transcripts.events import Event, FileWrite, ShellCall, Transcript, UserMessage
 from analyzer.transcripts.jsonstream import RecordLines
-from analyzer.transcripts.model import Event, FileWrite, ShellCall, Transcript, UserMessage
 
 EXIT_CODE = regex.compile(r"^(?:Error: )?Exit code (?P<code>-?\d+)\b")
 # Records Claude Code adds to the user's side that the user did not type.

@@ -38,11 +38,11 @@ from analyzer.engine.clients import (
 from analyzer.engine.match import match_rules
 from analyzer.rulebook.vocabulary import Rule
 from analyzer.transcripts import shell
+from analyzer.transcripts.command_outputs import CURL_ERROR, NumberedLine
 from analyzer.transcripts.command_reading import LOOPS, PYTHON, simple_pipelines
-from analyzer.transcripts.diagnostics import CURL_ERROR, NumberedLine
+from analyzer.transcripts.events import ShellCall, UserMessage
 from analyzer.transcripts.evidence import evidence_line, unique_lines
 from analyzer.transcripts.logview import scan_view
-from analyzer.transcripts.model import ShellCall, UserMessage
 from analyzer.transcripts.session import ClientFailure, LogView, Session
 
 HTTP_TOOLS = frozenset({"curl", "wget", "http", "https", "xh"})

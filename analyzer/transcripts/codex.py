@@ -39,8 +39,8 @@ from analyzer.transcripts.codex_shapes import (
     patch_writes,
     user_shell_command,
 )
+from analyzer.transcripts.events import Event, FileWrite, ShellCall, Transcript, UserMessage
 from analyzer.transcripts.jsonstream import RecordLines
-from analyzer.transcripts.model import Event, FileWrite, ShellCall, Transcript, UserMessage
 
 SHELL_TOOLS = frozenset({"shell", "container.exec", "local_shell", "exec_command", "shell_command"})
 STDIN_TOOLS = frozenset({"write_stdin"})

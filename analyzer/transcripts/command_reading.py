@@ -10,8 +10,8 @@ from fnmatch import fnmatch
 import regex
 
 from analyzer.transcripts import shell
-from analyzer.transcripts.diagnostics import NumberedLine
-from analyzer.transcripts.model import ShellCall
+from analyzer.transcripts.command_outputs import NumberedLine
+from analyzer.transcripts.events import ShellCall
 
 LOOPS = frozenset({"for", "while", "until"})
 ENTRY_MODULES = frozenset({"sglang.launch_server", "sglang_router.launch_server"})

@@ -22,7 +22,7 @@ import regex
 from analyzer.core.model import Attempt as TimelineEntry
 from analyzer.core.model import FlagChange, Incident
 from analyzer.sglang.launch_command import LaunchCommand
-from analyzer.transcripts.diagnostics import GpuSnapshot
+from analyzer.transcripts.command_outputs import GpuSnapshot
 from analyzer.transcripts.evidence import diff_text, evidence_line, pattern_span
 from analyzer.transcripts.session import Attempt, Session
 from analyzer.transcripts.silent_death import (

@@ -6,7 +6,7 @@ from __future__ import annotations
 import regex
 
 from analyzer.core.model import FlagChange, Line
-from analyzer.transcripts.diagnostics import NumberedLine
+from analyzer.transcripts.command_outputs import NumberedLine
 
 
 def evidence_line(source: str, numbered: NumberedLine, ref: str | None) -> Line:

@@ -26,8 +26,7 @@ from typing import IO, Any
 import regex
 
 from analyzer.core import bounded_json
-from analyzer.transcripts.jsonstream import JsonStreamError, ObjectStream
-from analyzer.transcripts.model import (
+from analyzer.transcripts.events import (
     Event,
     FileWrite,
     ShellCall,
@@ -35,6 +34,7 @@ from analyzer.transcripts.model import (
     UserMessage,
     iso_from_epoch_ms,
 )
+from analyzer.transcripts.jsonstream import JsonStreamError, ObjectStream
 
 TRUNCATION_NOTICE = regex.compile(
     r"\n\n\.\.\.(?P<count>\d+) (?P<unit>lines|bytes) truncated\.\.\.\n\n"

@@ -30,7 +30,7 @@ from urllib.parse import quote
 
 from analyzer.core import bounded_json
 from analyzer.core.read import InputError
-from analyzer.transcripts.model import Event, Transcript, iso_from_epoch_ms
+from analyzer.transcripts.events import Event, Transcript, iso_from_epoch_ms
 from analyzer.transcripts.opencode import FullOutputs, json_dict, message_events
 
 MAX_LISTED = 8

@@ -10,7 +10,7 @@ from analyzer.transcripts import detect
 from analyzer.transcripts.claude import read_claude
 from analyzer.transcripts.codex import read_codex
 from analyzer.transcripts.compressed import open_transcript
-from analyzer.transcripts.model import Event, Transcript
+from analyzer.transcripts.events import Event, Transcript
 from analyzer.transcripts.opencode import read_export
 from analyzer.transcripts.opencode_store import read_database, read_storage
 from analyzer.transcripts.terminal_text import read_terminal_text

@@ -13,8 +13,8 @@ from analyzer.engine.scan import READY_MARKER
 from analyzer.engine.survival import SERVING
 from analyzer.sglang.launch_command import LaunchCommand
 from analyzer.transcripts import shell
-from analyzer.transcripts.diagnostics import NumberedLine
-from analyzer.transcripts.model import ShellCall
+from analyzer.transcripts.command_outputs import NumberedLine
+from analyzer.transcripts.events import ShellCall
 
 # the ready line, and any sign it served: batches run, requests answered
 READY_SIGNS = (READY_MARKER, "Uvicorn running on", *SERVING)

@@ -16,8 +16,8 @@ import regex
 from analyzer.core.model import FlagChange, Incident, Line
 from analyzer.sglang.launch_command import LaunchCommand
 from analyzer.transcripts import shell
+from analyzer.transcripts.command_outputs import GpuSnapshot, NumberedLine
 from analyzer.transcripts.command_reading import command_ref, same_file
-from analyzer.transcripts.diagnostics import GpuSnapshot, NumberedLine
 from analyzer.transcripts.evidence import diff_text, evidence_line, unique_lines
 from analyzer.transcripts.session import Attempt, Observation, Session
 

@@ -19,7 +19,7 @@ from analyzer.core.lazy_pattern import LazyPattern
 from analyzer.sglang.log_format import ANSI
 
 if TYPE_CHECKING:  # a log's transcript sniffing needs no transcript model
-    from analyzer.transcripts.model import ShellCall, Transcript
+    from analyzer.transcripts.events import ShellCall, Transcript
 
 PROMPT = re.compile(
     r"""^(?:\([^()\s]+\)\s+)?                                   # (venv) / (base)
@@ -156,7 +156,7 @@ class _Call:
             self.tail.append(text)
 
     def build(self) -> ShellCall:
-        from analyzer.transcripts.model import ShellCall
+        from analyzer.transcripts.events import ShellCall
 
         kept = len(self.head) + len(self.tail)
         omitted = (len(self.head), self.seen - kept) if self.seen > kept else None
