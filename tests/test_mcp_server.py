@@ -154,7 +154,10 @@ def test_tools_over_stdio(tmp_path):
     flight = got["preflight"]
     assert flight["verdict"] == "refused"
     assert flight["corrected_command"] == launch.replace("--tp-sizee", "--tp-size")
-    assert "--tp-size" in flight["report"] and flight["catalog_check"].startswith("passes")
+    assert "--tp-size" in flight["report"] and flight["sglang"] == {"status": "skipped"}
+    assert [(p["check"], p["class"]) for p in flight["problems"]] == [
+        ("flags", "argparse_unrecognized")
+    ]
     assert not (tmp_path / "server.log").exists()
 
     assert got["prefix"]["reading"] == "prefix"

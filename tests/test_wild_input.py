@@ -557,6 +557,9 @@ def test_a_wrapper_line_that_kept_only_the_exception_is_that_exception(tmp_path)
     joined = "[2026-01-01 10:00:00 TP0] Scheduler hit an exception: RuntimeError: Not enough memory. Please try to increase --mem-fraction-static."
     root = _root(_write(tmp_path, "joined.log", [joined]))
     assert root is not None and root.rule_class == "oom"
-    # the wrapper with nothing after it is no exception
+    # the wrapper with nothing after it names no exception, but still shows the scheduler's
+    # death (issue 33: SGLang's `hit an exception` is a failure signal): a death, no cause
     bare = "[2026-01-01 10:00:00 TP0] Scheduler hit an exception: see above"
-    assert _root(_write(tmp_path, "bare.log", [bare])) is None
+    death = _root(_write(tmp_path, "bare.log", [bare]))
+    assert death is not None and (death.rule, death.rule_class) == ("signal-death", "silent_death")
+    assert death.rule_class != "oom" and not death.offending_flags

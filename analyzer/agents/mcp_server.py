@@ -72,12 +72,12 @@ an ssh wrapper are all fine) and `folder`, the directory it will run in (relativ
 checked there; default: this server's working directory). Over ssh only the flags are checked.
 
 Returns `verdict` (passed or refused), `problems` (blocking ones refuse), `notes`, `edits`, \
-`corrected_command` (the command as given with only those edits; null when nothing needs \
-fixing or no safe fix exists), `catalog_check` (the corrected, else the given, command against \
-SGLang's flag catalog) and `report` (the same as text). With `ask_sglang`, the installed \
-SGLang's own argument parser checks it too (`sglang_check`: a subprocess that parses and \
-resolves the arguments, loads no model and opens no port; needs sglang importable here or \
-LOGANALYZE_SGLANG_PYTHON).
+`corrected_command` (the command as given with only those edits, itself checked again until \
+nothing blocks; null when nothing needs fixing or no safe fix exists), `sglang_version`, and \
+`report` (the same as text). Each problem has `check`, `class`, `flags`, `message`, \
+`blocking`. With `ask_sglang`, the installed SGLang's own argument parser checks it too \
+(`sglang`: its status and message, from a subprocess that parses and resolves the arguments, \
+loads no model and opens no port; needs sglang importable here or LOGANALYZE_SGLANG_PYTHON).
 
 Never starts the server: run the corrected command yourself. Secrets are masked."""
 

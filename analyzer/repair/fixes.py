@@ -89,10 +89,13 @@ def replacement_for(typed: str, catalog: FlagCatalog) -> tuple[str | None, str]:
     dashed = flag.replace("_", "-")
     if dashed != flag and catalog.canonical(dashed):
         return catalog.canonical(dashed), f"{flag} uses underscores; SGLang's flags use dashes"
+    scored = catalog.similar(flag)
+    if scored and scored[0][1] >= TYPO_MATCH and not swaps_a_word(flag, scored[0][0]):
+        # a typo of a spelling SGLang takes (an alias included) keeps the spelling typed
+        return scored[0][0], f"{flag} is closest to SGLang's {scored[0][0]}"
     in_words = option_in_other_words(flag, catalog)
     if in_words is not None:
         return in_words, f"{flag} is SGLang's {in_words} with its words cut or spelled out"
-    scored = catalog.similar(flag)
     near = scored and (scored[0][1] >= TYPO_MATCH or len(scored) == 1 or scored[1][1] < GOOD_MATCH)
     if (
         scored
