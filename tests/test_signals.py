@@ -15,8 +15,10 @@ import pytest
 
 from analyzer.core.model import Line
 from analyzer.engine.paste_shapes import indent_code, opened_body, split_collapsed
+from analyzer.engine.raise_sites import error_catalog_for
 from analyzer.pipeline import Options, analyze
 from analyzer.signals.detect import CATALOG_NAME, catalog_entries, signal_of
+from analyzer.signals.message_catalog_build import fixed_key
 from tests.fixture_cases import ROOT
 
 CLASSES = {"oom", "cuda_error", "environment", "nccl_distributed", "model_load",
@@ -204,3 +206,44 @@ def test_the_message_catalog_is_what_its_build_script_makes(tmp_path):
     )  # fmt: skip
     shipped = ROOT / "analyzer" / "signals" / CATALOG_NAME
     assert json.loads(out.read_text("utf-8")) == json.loads(shipped.read_text("utf-8"))
+
+
+def test_an_sglang_message_cut_short_is_classed_by_its_raise_site(tmp_path):
+    # a client's body kept the opening of speculative_hook.py's message only
+    cut = "Gemma4AssistantForCausalLM draft requires --speculative-algorithm NEXTN or EAGLE"
+    root = _root(tmp_path, ["$ curl -s localhost:30000/generate", f'{{"detail": "{cut}"}}'])
+    assert root is not None and root.severity in ("fatal", "error")
+    assert root.raise_site is not None and root.raise_site.file.endswith("speculative_hook.py")
+    errors = error_catalog_for(None)
+    assert errors is not None and errors.cut_short(cut)
+    # cut inside a word, or too short to name one site: not read as a site's opening
+    assert errors.cut_short(cut[:-2]) == []
+    assert errors.cut_short("Gemma4AssistantForCausalLM draft requires") == []
+
+
+def test_a_short_json_body_of_a_healthy_answer_is_no_failure(tmp_path):
+    root = _root(tmp_path, ['{"detail": "Not Found"}', '{"message": "ok", "status": 200}'])
+    assert root is None or root.severity not in ("fatal", "error")
+
+
+def test_a_catalog_key_is_taken_from_the_messages_first_line():
+    template = (
+        "The checkpoint you are trying to load has model type `{}` but Transformers does not"
+        " recognize this architecture.\n\nYou can update Transformers with the command `pip"
+        " install --upgrade transformers`, a longer second paragraph than the first one."
+    )
+    assert fixed_key(template) == "but Transformers does not recognize this architecture"
+    # a first line with no distinctive text: the whole template's longest fixed text
+    assert fixed_key("{}: {}\nthe second line says what failed") == (
+        "the second line says what failed"
+    )
+
+
+def test_torchs_device_mismatch_in_a_json_body_is_a_runtime_crash():
+    found = _signal(
+        '{"detail": "Expected all tensors to be on the same device, but found at least two'
+        ' devices, cuda:0 and cpu!"}'
+    )
+    assert found is not None and found.kind == "catalog"
+    assert catalog_entries()[found.entry].rule_class == "runtime_crash"
+    assert _signal("Expected all tensors to be on the same device: yes, they are") is None

@@ -73,6 +73,8 @@ def find_site(traceback: Traceback, errors: ErrorCatalog) -> FoundSite | None:
     message = traceback.exception_message.strip()
     if message:
         found = errors.place(traceback.exception_type, message, frame.function if frame else None)
+        if not found and frame is None:
+            found = errors.cut_short(message)  # the message alone, cut short by its paste
         if frame is not None:
             # the innermost frame is where it was raised: a site in another file has the
             # same words (Python's own "module 'x' has no attribute 'y'"), not this error

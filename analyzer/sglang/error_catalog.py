@@ -42,6 +42,9 @@ MATCH_TIMEOUT = 0.05
 MIN_FIXED_TEXT = 12
 # a message shorter than this is not read as the opening of a later release's longer one
 MIN_SHORTENED = 24
+# a message cut short (a client's body, a paste) is read as the opening of one site's
+# message from this length on
+MIN_CUT = 48
 _FIELD = re.compile(r"\{[^{}]*\}")
 # Building the Aho-Corasick automaton over a release's ~2,000 literals takes longer than
 # testing each literal with `in` on a few messages: up to this many characters of messages
@@ -237,6 +240,15 @@ class ErrorCatalog:
             and (wanted is None or site.exception == wanted)
             and _opens(site.message, text)
         ]
+
+    def cut_short(self, message: str) -> list[ErrorSite]:
+        """The site whose message `message` opens, cut at a word boundary (a client or a
+        page kept only its first part): only when one site's message opens so."""
+        text = message.strip().rstrip(".")
+        if len(text) < MIN_CUT:
+            return []
+        found = [site for site in self.entries if _opens(site.message, text)]
+        return found if len({(s.file, s.function, s.message) for s in found}) == 1 else []
 
     @cached_property
     def _by_basename(self) -> dict[str, list[ErrorSite]]:

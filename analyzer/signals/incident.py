@@ -185,7 +185,7 @@ def sglang_message(lines: list[Line], errors: object) -> Traceback | None:
         for text in dict.fromkeys(t.strip() for t in texts):
             if len(text) < MIN_MESSAGE:
                 continue
-            sites = errors.place(None, text)  # type: ignore[attr-defined]
+            sites = errors.place(None, text) or errors.cut_short(text)  # type: ignore[attr-defined]
             if sites:
                 return Traceback((line,), (), sites[0].exception or "Exception", text, ())
     return None
