@@ -247,3 +247,38 @@ def test_torchs_device_mismatch_in_a_json_body_is_a_runtime_crash():
     assert found is not None and found.kind == "catalog"
     assert catalog_entries()[found.entry].rule_class == "runtime_crash"
     assert _signal("Expected all tensors to be on the same device: yes, they are") is None
+
+
+def _client_traceback(message: str) -> list[str]:
+    return [
+        "Traceback (most recent call last):",
+        '  File "/home/me/run.py", line 12, in <module>',
+        '    model = client.get_model("m")',
+        f"RuntimeError: {message}",
+    ]
+
+
+def test_a_relayed_5xx_body_is_the_servers_failure_at_its_raise_site(tmp_path):
+    sglang = (
+        "--decoupled-spec-bind-endpoint, --decoupled-spec-connect-endpoints, and"
+        " --decoupled-spec-rank are required for decoupled speculative decoding."
+    )
+    shown = f"Server error: 500 - [address=0.0.0.0:1, pid=2] {sglang}"
+    root = _root(tmp_path, _client_traceback(shown))
+    assert root is not None and root.severity in ("fatal", "error")
+    assert root.raise_site is not None and root.raise_site.file.endswith("server_args.py")
+    # a 4xx answer is the client's own failure
+    refused = _root(
+        tmp_path, _client_traceback(f"Client error: 404 - [address=0.0.0.0:1] {sglang}")
+    )
+    assert refused is not None and refused.rule_class == "client_error"
+    assert refused.severity == "info"
+
+
+def test_a_catalog_message_names_a_traceback_no_site_classes(tmp_path):
+    shown = "Server error: 500 - [address=0.0.0.0:1, pid=2] CUDA error: CUBLAS_STATUS_NOT_SUPPORTED"
+    root = _root(tmp_path, _client_traceback(shown))
+    assert root is not None and root.rule_class == "cuda_error" and root.severity == "error"
+    # no catalog message: the traceback stays an unknown failure
+    plain = _root(tmp_path, _client_traceback("Server error: 500 - [address=0.0.0.0:1] boom"))
+    assert plain is not None and plain.rule_class == "unknown" and plain.severity == "error"

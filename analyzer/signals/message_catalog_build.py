@@ -165,14 +165,13 @@ FIELD = "{}"
 
 
 def fixed_key(template: str) -> str | None:
-    """The longest fixed text of a message template's first line (a paste or a client's body
-    often keeps only that), else of the whole, if distinctive enough to search for."""
-    first = template.strip().split("\n", 1)[0]
-    for text in (first, template) if first != template else (template,):
-        pieces = [line for part in text.split(FIELD) for line in part.split("\n")]
-        best = max((p.strip(" :.,'\"`()[]") for p in pieces), key=len, default="")
-        if len(best) >= MIN_KEY and len(best.split()) >= MIN_WORDS:
-            return best
+    """The longest fixed text of a message template's first line that has one distinctive
+    enough to search for (a paste or a client's body often keeps only its opening)."""
+    for line in template.strip().split("\n"):
+        parts = [p.strip(" :.,'\"`()[]") for p in line.split(FIELD)]
+        found = [p for p in parts if len(p) >= MIN_KEY and len(p.split()) >= MIN_WORDS]
+        if found:
+            return max(found, key=len)
     return None
 
 
