@@ -159,6 +159,20 @@ def test_a_signal_beside_a_stall_notice_names_the_failure(tmp_path):
     assert "distributed_init" in root.explanation
 
 
+def test_an_sglang_message_alone_beside_a_stall_notice_is_its_cause(tmp_path):
+    start = [
+        "[2026-03-02 10:01:10] server_args=ServerArgs(model_path='m', tp_size=2, port=30000)",
+        "[2026-03-02 10:01:12 TP0] Init torch distributed begin.",
+    ]
+    message = "[2026-03-02 10:01:13] Currently standalone speculative decoding does not support dp attention."
+    root = _root(tmp_path, [*start, message])
+    assert root is not None and root.rule_class == "spec_assertion"
+    assert root.raise_site is not None
+    # a startup that only stops: the stall notice, no cause claimed
+    stalled = _root(tmp_path, [*start, "[2026-03-02 10:01:13 TP0] Load weight begin."])
+    assert stalled is not None and stalled.rule_class == "startup_stall"
+
+
 @pytest.mark.sglang
 @pytest.mark.skipif(not SGLANG_PYTHON, reason="needs LOGANALYZE_SGLANG_PYTHON")
 def test_no_warning_or_info_message_of_sglang_is_a_signal():

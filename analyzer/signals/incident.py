@@ -68,7 +68,8 @@ def unexplained_signal(
     named_only = clients or bool(notices)
     # a client's failure relays the server's (an error body's CUDA error): that is no client's
     signal = chosen_signal(log, explained, named_only, relayed=clients)
-    if signal is None and not named_only or signal is not None and signal.kind in UNNAMED:
+    # beside a death or stall notice too: its cause may be an SGLang message shown alone
+    if signal is None and not clients or signal is not None and signal.kind in UNNAMED:
         errors = error_catalog_for(release)
         lines = [signal.line] if signal else log.tail
         shown = sglang_message(lines, errors) if errors else None
