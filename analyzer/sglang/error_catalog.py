@@ -202,6 +202,11 @@ class ErrorCatalog:
                 hits[entry] = hits.get(entry, 0) + 1
         return sorted(e for e, n in hits.items() if n == len(self.entries[e].literals))
 
+    def may_hold(self, text: str) -> bool:
+        """Whether some site's literals all occur in `text` (many lines joined: one pass
+        tells whether any of them can hold a whole message)."""
+        return bool(self._candidates(text))
+
     def match(self, exception_type: str | None, message: str) -> list[ErrorSite]:
         """The sites that can have raised `exception_type: message`, most specific first.
 
@@ -247,8 +252,18 @@ class ErrorCatalog:
         text = message.strip().rstrip(".")
         if len(text) < MIN_CUT:
             return []
-        found = [site for site in self.entries if _opens(site.message, text)]
+        found = [s for s in self._by_opening.get(text[:MIN_CUT], ()) if _opens(s.message, text)]
         return found if len({(s.file, s.function, s.message) for s in found}) == 1 else []
+
+    @cached_property
+    def _by_opening(self) -> dict[str, list[ErrorSite]]:
+        """Sites by the first MIN_CUT characters of their message's fixed opening."""
+        index: dict[str, list[ErrorSite]] = {}
+        for site in self.entries:
+            fixed = site.message.replace("{{", "\0").split("{", 1)[0].replace("\0", "{")
+            if len(fixed) > MIN_CUT:
+                index.setdefault(fixed[:MIN_CUT], []).append(site)
+        return index
 
     @cached_property
     def _by_basename(self) -> dict[str, list[ErrorSite]]:
