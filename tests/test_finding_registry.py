@@ -100,7 +100,7 @@ def test_loganalyze_rules_lists_every_entry():
 def test_every_signal_kind_the_stage_can_mint_is_an_entry():
     """The signal stage names its findings `signal-<kind>` in code (an f-string the ast walk
     above cannot read): each kind it knows, and each library of its catalog, is an entry."""
-    from analyzer.signals.detect import catalog_entries
+    from analyzer.signals.failure_lines import catalog_entries
     from analyzer.signals.incident import KIND_TITLES
 
     ids = {e.id for e in registry(RULES)}

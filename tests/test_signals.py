@@ -13,10 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from analyzer.blame.raise_sites import error_catalog_for
 from analyzer.core.model import Line
 from analyzer.engine.paste_shapes import indent_code, opened_body, split_collapsed
 from analyzer.pipeline import Options, analyze
-from analyzer.signals.detect import CATALOG_NAME, catalog_entries, signal_of
+from analyzer.signals.failure_lines import CATALOG_NAME, catalog_entries, signal_of
+from analyzer.signals.message_catalog_build import fixed_key
 from tests.fixture_cases import ROOT
 
 CLASSES = {"oom", "cuda_error", "environment", "nccl_distributed", "model_load",
@@ -157,6 +159,20 @@ def test_a_signal_beside_a_stall_notice_names_the_failure(tmp_path):
     assert "distributed_init" in root.explanation
 
 
+def test_an_sglang_message_alone_beside_a_stall_notice_is_its_cause(tmp_path):
+    start = [
+        "[2026-03-02 10:01:10] server_args=ServerArgs(model_path='m', tp_size=2, port=30000)",
+        "[2026-03-02 10:01:12 TP0] Init torch distributed begin.",
+    ]
+    message = "[2026-03-02 10:01:13] Currently standalone speculative decoding does not support dp attention."
+    root = _root(tmp_path, [*start, message])
+    assert root is not None and root.rule_class == "spec_assertion"
+    assert root.raise_site is not None
+    # a startup that only stops: the stall notice, no cause claimed
+    stalled = _root(tmp_path, [*start, "[2026-03-02 10:01:13 TP0] Load weight begin."])
+    assert stalled is not None and stalled.rule_class == "startup_stall"
+
+
 @pytest.mark.sglang
 @pytest.mark.skipif(not SGLANG_PYTHON, reason="needs LOGANALYZE_SGLANG_PYTHON")
 def test_no_warning_or_info_message_of_sglang_is_a_signal():
@@ -204,3 +220,79 @@ def test_the_message_catalog_is_what_its_build_script_makes(tmp_path):
     )  # fmt: skip
     shipped = ROOT / "analyzer" / "signals" / CATALOG_NAME
     assert json.loads(out.read_text("utf-8")) == json.loads(shipped.read_text("utf-8"))
+
+
+def test_an_sglang_message_cut_short_is_classed_by_its_raise_site(tmp_path):
+    # a client's body kept the opening of speculative_hook.py's message only
+    cut = "Gemma4AssistantForCausalLM draft requires --speculative-algorithm NEXTN or EAGLE"
+    root = _root(tmp_path, ["$ curl -s localhost:30000/generate", f'{{"detail": "{cut}"}}'])
+    assert root is not None and root.severity in ("fatal", "error")
+    assert root.raise_site is not None and root.raise_site.file.endswith("speculative_hook.py")
+    errors = error_catalog_for(None)
+    assert errors is not None and errors.cut_short(cut)
+    # cut inside a word, or too short to name one site: not read as a site's opening
+    assert errors.cut_short(cut[:-2]) == []
+    assert errors.cut_short("Gemma4AssistantForCausalLM draft requires") == []
+
+
+def test_a_short_json_body_of_a_healthy_answer_is_no_failure(tmp_path):
+    root = _root(tmp_path, ['{"detail": "Not Found"}', '{"message": "ok", "status": 200}'])
+    assert root is None or root.severity not in ("fatal", "error")
+
+
+def test_a_catalog_key_is_taken_from_the_messages_first_line():
+    template = (
+        "The checkpoint you are trying to load has model type `{}` but Transformers does not"
+        " recognize this architecture.\n\nYou can update Transformers with the command `pip"
+        " install --upgrade transformers`, a longer second paragraph than the first one."
+    )
+    assert fixed_key(template) == "but Transformers does not recognize this architecture"
+    # a first line with no distinctive text: the whole template's longest fixed text
+    assert fixed_key("{}: {}\nthe second line says what failed") == (
+        "the second line says what failed"
+    )
+
+
+def test_torchs_device_mismatch_in_a_json_body_is_a_runtime_crash():
+    found = _signal(
+        '{"detail": "Expected all tensors to be on the same device, but found at least two'
+        ' devices, cuda:0 and cpu!"}'
+    )
+    assert found is not None and found.kind == "catalog"
+    assert catalog_entries()[found.entry].rule_class == "runtime_crash"
+    assert _signal("Expected all tensors to be on the same device: yes, they are") is None
+
+
+def _client_traceback(message: str) -> list[str]:
+    return [
+        "Traceback (most recent call last):",
+        '  File "/home/me/run.py", line 12, in <module>',
+        '    model = client.get_model("m")',
+        f"RuntimeError: {message}",
+    ]
+
+
+def test_a_relayed_5xx_body_is_the_servers_failure_at_its_raise_site(tmp_path):
+    sglang = (
+        "--decoupled-spec-bind-endpoint, --decoupled-spec-connect-endpoints, and"
+        " --decoupled-spec-rank are required for decoupled speculative decoding."
+    )
+    shown = f"Server error: 500 - [address=0.0.0.0:1, pid=2] {sglang}"
+    root = _root(tmp_path, _client_traceback(shown))
+    assert root is not None and root.severity in ("fatal", "error")
+    assert root.raise_site is not None and root.raise_site.file.endswith("server_args.py")
+    # a 4xx answer is the client's own failure
+    refused = _root(
+        tmp_path, _client_traceback(f"Client error: 404 - [address=0.0.0.0:1] {sglang}")
+    )
+    assert refused is not None and refused.rule_class == "client_error"
+    assert refused.severity == "info"
+
+
+def test_a_catalog_message_names_a_traceback_no_site_classes(tmp_path):
+    shown = "Server error: 500 - [address=0.0.0.0:1, pid=2] CUDA error: CUBLAS_STATUS_NOT_SUPPORTED"
+    root = _root(tmp_path, _client_traceback(shown))
+    assert root is not None and root.rule_class == "cuda_error" and root.severity == "error"
+    # no catalog message: the traceback stays an unknown failure
+    plain = _root(tmp_path, _client_traceback("Server error: 500 - [address=0.0.0.0:1] boom"))
+    assert plain is not None and plain.rule_class == "unknown" and plain.severity == "error"

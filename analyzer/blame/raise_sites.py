@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from analyzer.core.model import RaiseSite, Traceback
+from analyzer.engine.paste_shapes import opened_body
 from analyzer.rulebook.raise_site_rules import SiteFamily, family_of
 from analyzer.sglang.error_catalog import (
     ErrorCatalog,
@@ -73,10 +74,16 @@ def find_site(traceback: Traceback, errors: ErrorCatalog) -> FoundSite | None:
     message = traceback.exception_message.strip()
     if message:
         found = errors.place(traceback.exception_type, message, frame.function if frame else None)
+        if not found and frame is None:
+            found = errors.cut_short(message)  # the message alone, cut short by its paste
         if frame is not None:
             # the innermost frame is where it was raised: a site in another file has the
             # same words (Python's own "module 'x' has no attribute 'y'"), not this error
             found = [s for s in found if _same_file(frame.file, s.file)]
+            if not found and (body := opened_body(message.split("\n", 1)[0])) is not None:
+                # a client's exception relaying the server's error body: the server raised it
+                found = errors.place(None, body) or errors.cut_short(body)
+                frame = None
         if found:
             spanning = [s for s in found if s.line <= frame.lineno <= s.end_line] if frame else []
             site = (spanning or found)[0]

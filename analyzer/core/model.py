@@ -137,7 +137,7 @@ class InputSummary:
 
 @dataclass(frozen=True)
 class FailureSignal:
-    """A line that shows a failure (analyzer/signals/detect.py): its kind, and for a
+    """A line that shows a failure (analyzer/signals/failure_lines.py): its kind, and for a
     catalog message the index of its entry."""
 
     line: Line

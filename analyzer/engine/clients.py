@@ -39,10 +39,11 @@ FRONTEND_CODE = ("sglang/lang/", "sglang/backend/")
 FRONTEND = "sglang frontend program"
 LIBRARY_CODE = ("site-packages", "dist-packages", "<frozen", "/lib/python", "<string>")
 # the server answered with an error of its own: openai-python, requests, urllib, aiohttp,
-# httpx, and bench_serving's `response.reason + ": " + text`
+# httpx, bench_serving's `response.reason + ": " + text`, and the clients that print
+# `Server error: 500 - [address=..., pid=...] <the server's message>`
 SERVER_ANSWERED = LazyPattern(
     r"Error code: 5\d\d\b|HTTP Error 5\d\d\b|\b5\d\d Server Error\b|\b5\d\d, message=|"
-    r"[Ss]erver error '5\d\d|InternalServerError|"
+    r"[Ss]erver error '5\d\d|[Ss]erver error: 5\d\d\b|InternalServerError|"
     r"Error: (?:Internal Server Error|Bad Gateway|Service Unavailable|Gateway Timeout)\b"
 )
 # the client never got an answer: the server was not (yet) there, or went away

@@ -39,7 +39,7 @@ from analyzer.sglang.log_format import (
     stated_version,
     visible,
 )
-from analyzer.signals.detect import note_signal, signal_literals
+from analyzer.signals.failure_lines import note_signal, signal_literals
 
 # also a frame whose `  File "/leading/path/` the paste cut (`sglang/x.py", line 3, in f`)
 FRAME = re.compile(
@@ -176,7 +176,7 @@ SCANNER_LITERALS = (
     "OutOfResources",
     *EXCEPTION_MODULES,
     *(f"error: {phrase}" for phrase in ARGPARSE_PHRASES),
-    *signal_literals(),  # every line that shows a failure (analyzer/signals/detect.py)
+    *signal_literals(),  # every line that shows a failure (analyzer/signals/failure_lines.py)
 )
 
 TAIL_LINES = 40

@@ -60,7 +60,9 @@ def analyze_log(
         fallback = _fallback(log, context, launch, death, signs, answered)
         incidents = with_fault_dump(log, incidents, fallback)
     notices = [i for i in incidents if i.rule in context.by_id and context.by_id[i.rule].alone]
-    if all(is_warning(i) or i in notices for i in incidents):
+    # a traceback no rule or site classed: a catalog message the input shows may name it
+    unknown = [i for i in incidents if i.rule_class == "unknown" and not is_warning(i)]
+    if all(is_warning(i) or i in notices or i in unknown for i in incidents):
         # a failure signal no rule explained: never "no incident" (analyzer/signals/)
         from analyzer.signals.incident import unexplained_signal
 
@@ -68,7 +70,10 @@ def analyze_log(
             return _fallback(log, context, launch, None, signs, answered)
 
         release = context.catalog.version
-        incidents.extend(unexplained_signal(log, incidents, release, classified, notices))
+        found = unexplained_signal(log, incidents, release, classified, [*notices, *unknown])
+        if unknown and any(i.rule_class != "unknown" for i in found):
+            incidents = [i for i in incidents if i not in unknown]
+        incidents.extend(i for i in found if not unknown or i.rule_class != "unknown")
     if signs is None:
         return incidents
     return judge(incidents, log, signs, {r.id for r in context.rules if r.outlives_serving})

@@ -42,6 +42,9 @@ MATCH_TIMEOUT = 0.05
 MIN_FIXED_TEXT = 12
 # a message shorter than this is not read as the opening of a later release's longer one
 MIN_SHORTENED = 24
+# a message cut short (a client's body, a paste) is read as the opening of one site's
+# message from this length on
+MIN_CUT = 48
 _FIELD = re.compile(r"\{[^{}]*\}")
 # Building the Aho-Corasick automaton over a release's ~2,000 literals takes longer than
 # testing each literal with `in` on a few messages: up to this many characters of messages
@@ -199,6 +202,11 @@ class ErrorCatalog:
                 hits[entry] = hits.get(entry, 0) + 1
         return sorted(e for e, n in hits.items() if n == len(self.entries[e].literals))
 
+    def may_hold(self, text: str) -> bool:
+        """Whether some site's literals all occur in `text` (many lines joined: one pass
+        tells whether any of them can hold a whole message)."""
+        return bool(self._candidates(text))
+
     def match(self, exception_type: str | None, message: str) -> list[ErrorSite]:
         """The sites that can have raised `exception_type: message`, most specific first.
 
@@ -237,6 +245,25 @@ class ErrorCatalog:
             and (wanted is None or site.exception == wanted)
             and _opens(site.message, text)
         ]
+
+    def cut_short(self, message: str) -> list[ErrorSite]:
+        """The site whose message `message` opens, cut at a word boundary (a client or a
+        page kept only its first part): only when one site's message opens so."""
+        text = message.strip().rstrip(".")
+        if len(text) < MIN_CUT:
+            return []
+        found = [s for s in self._by_opening.get(text[:MIN_CUT], ()) if _opens(s.message, text)]
+        return found if len({(s.file, s.function, s.message) for s in found}) == 1 else []
+
+    @cached_property
+    def _by_opening(self) -> dict[str, list[ErrorSite]]:
+        """Sites by the first MIN_CUT characters of their message's fixed opening."""
+        index: dict[str, list[ErrorSite]] = {}
+        for site in self.entries:
+            fixed = site.message.replace("{{", "\0").split("{", 1)[0].replace("\0", "{")
+            if len(fixed) > MIN_CUT:
+                index.setdefault(fixed[:MIN_CUT], []).append(site)
+        return index
 
     @cached_property
     def _by_basename(self) -> dict[str, list[ErrorSite]]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from analyzer.core.model import FailureSignal, Incident, Line, ScannedLog, Traceback
-from analyzer.signals.detect import catalog_entries
+from analyzer.signals.failure_lines import catalog_entries
 
 UNNAMED = ("error", "level")  # kinds whose line may hold an SGLang message
 MAX_WRAPPERS = 3  # `prefix: Type: message` layers tried for an SGLang message
@@ -68,7 +68,8 @@ def unexplained_signal(
     named_only = clients or bool(notices)
     # a client's failure relays the server's (an error body's CUDA error): that is no client's
     signal = chosen_signal(log, explained, named_only, relayed=clients)
-    if signal is None and not named_only or signal is not None and signal.kind in UNNAMED:
+    # beside a death or stall notice too: its cause may be an SGLang message shown alone
+    if signal is None and not clients or signal is not None and signal.kind in UNNAMED:
         errors = error_catalog_for(release)
         lines = [signal.line] if signal else log.tail
         shown = sglang_message(lines, errors) if errors else None
@@ -178,14 +179,22 @@ def _evidence(log: ScannedLog, line: Line) -> list[Line]:
 
 def sglang_message(lines: list[Line], errors: object) -> Traceback | None:
     """An SGLang raise site's message shown without its traceback (the text alone, after a
-    prefix or a wrapper's `...: `): the exception its site raises, to classify as any."""
-    for line in reversed(lines):
-        body = line.body.strip()
-        texts = [body, *(body.split(": ", n)[-1] for n in range(1, MAX_WRAPPERS + 1))]
-        for text in dict.fromkeys(t.strip() for t in texts):
-            if len(text) < MIN_MESSAGE:
-                continue
-            sites = errors.place(None, text)  # type: ignore[attr-defined]
+    prefix or a wrapper's `...: `, or cut short): the exception its site raises, to classify
+    as any."""
+    shown = [(line, _wrapped_texts(line)) for line in reversed(lines)]
+    # one pass over all the lines first: most logs hold no whole message at all
+    joined = "\n".join(texts[0] for _, texts in shown if texts)
+    whole = bool(joined) and errors.may_hold(joined)  # type: ignore[attr-defined]
+    for line, texts in shown:
+        for text in texts:
+            sites = (errors.place(None, text) if whole else []) or errors.cut_short(text)  # type: ignore[attr-defined]
             if sites:
                 return Traceback((line,), (), sites[0].exception or "Exception", text, ())
     return None
+
+
+def _wrapped_texts(line: Line) -> list[str]:
+    """A line's body and what follows each of its first `...: ` wrappers, long enough."""
+    body = line.body.strip()
+    texts = [body, *(body.split(": ", n)[-1] for n in range(1, MAX_WRAPPERS + 1))]
+    return [t for t in dict.fromkeys(t.strip() for t in texts) if len(t) >= MIN_MESSAGE]

@@ -108,8 +108,16 @@ CLIENT_ADVICE = (
     "A client's request failed against the server: read the server's own log at that time"
     " (a 4xx is the request's fault, a 5xx/503 the server's or its router's)."
 )
+DEVICE_ADVICE = (
+    "An operation got tensors on different devices (a GPU and the CPU, or two GPUs): a model"
+    " or kernel path that left a tensor behind; check --device, --cpu-offload-gb and the"
+    " model's custom code, and report it with the traceback."
+)
 # torch's C++ strings: (regex over `strings` lines, class, advice)
 TORCH_STRINGS = {
+    "libtorch_cpu.so": [
+        (r"^Expected all tensors to be on the same device, but ", "runtime_crash", DEVICE_ADVICE),
+    ],
     "libc10_cuda.so": [
         (r"^CUDA out of memory\. .{10,}", "oom", TORCH_OOM_ADVICE),
     ],
@@ -157,13 +165,14 @@ FIELD = "{}"
 
 
 def fixed_key(template: str) -> str | None:
-    """The longest fixed text of a message template, if distinctive enough to search for."""
-    pieces = [line for part in template.split(FIELD) for line in part.split("\n")]
-    parts = [p.strip(" :.,'\"`()[]") for p in pieces]
-    best = max(parts, key=len, default="")
-    if len(best) < MIN_KEY or len(best.split()) < MIN_WORDS:
-        return None
-    return best
+    """The longest fixed text of a message template's first line that has one distinctive
+    enough to search for (a paste or a client's body often keeps only its opening)."""
+    for line in template.strip().split("\n"):
+        parts = [p.strip(" :.,'\"`()[]") for p in line.split(FIELD)]
+        found = [p for p in parts if len(p) >= MIN_KEY and len(p.split()) >= MIN_WORDS]
+        if found:
+            return max(found, key=len)
+    return None
 
 
 def _entry(

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import Counter
 
 from analyzer.rulebook.vocabulary import RuleDoc
-from analyzer.signals.detect import catalog_entries
+from analyzer.signals.failure_lines import catalog_entries
 from analyzer.signals.incident import DEFAULT_NEXT, KIND_TITLES, NEXT_EVIDENCE
 
 
