@@ -5,6 +5,7 @@ when no launch command is known (analyzer/blame/flags_shown.py)."""
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 from pathlib import Path
 
@@ -17,7 +18,6 @@ from analyzer.sglang.flag_lines_build import build_flag_lines, mine_file
 ROOT = Path(__file__).resolve().parent.parent
 CATALOGS = ROOT / "analyzer" / "catalogs"
 RELEASES = ROOT / ".sglang" / "releases"
-MAIN_RELEASES = Path("/work/main/.sglang/releases")
 SITE = "/usr/local/lib/python3.12/dist-packages"
 # 0.5.6.post2-0.5.13 server_args.py _handle_data_parallelism: logged inside
 # `if self.enable_dp_attention:` (the chunked prefill size is divided by dp_size there)
@@ -52,8 +52,18 @@ RuntimeError: Triton Error [CUDA]: an illegal memory access was encountered
 """
 
 
+def _release_homes() -> list[Path]:
+    """Where scripts/install-sglang.sh put older releases: in this checkout, or beside the
+    SGLang Python the sglang-marked run is given (<home>/venv/bin/python)."""
+    homes = [RELEASES]
+    python = os.environ.get("LOGANALYZE_SGLANG_PYTHON")
+    if python:
+        homes.append(Path(python).parent.parent.parent / "releases")
+    return homes
+
+
 def _release(version: str) -> Path:
-    for base in (RELEASES, MAIN_RELEASES):
+    for base in _release_homes():
         if (base / version / "sglang").is_dir():
             return base / version / "sglang"
     pytest.skip(f"sglang {version} source is not installed")

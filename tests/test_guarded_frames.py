@@ -5,6 +5,7 @@ set, and a traceback through it naming that flag unless the shown command leaves
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 from pathlib import Path
 
@@ -17,7 +18,6 @@ from analyzer.sglang.guarded_code_build import build_guarded_code
 ROOT = Path(__file__).resolve().parent.parent
 CATALOGS = ROOT / "analyzer" / "catalogs"
 RELEASES = ROOT / ".sglang" / "releases"
-MAIN_RELEASES = Path("/work/main/.sglang/releases")
 SITE = "/usr/local/lib/python3.12/dist-packages"
 HICACHE = "--enable-hierarchical-cache"
 # 0.5.6.post2 managers/scheduler.py init_cache_with_memory_pool builds HiRadixCache only
@@ -48,8 +48,18 @@ RuntimeError: unexpected layout of the device pool
 """
 
 
+def _release_homes() -> list[Path]:
+    """Where scripts/install-sglang.sh put older releases: in this checkout, or beside the
+    SGLang Python the sglang-marked run is given (<home>/venv/bin/python)."""
+    homes = [RELEASES]
+    python = os.environ.get("LOGANALYZE_SGLANG_PYTHON")
+    if python:
+        homes.append(Path(python).parent.parent.parent / "releases")
+    return homes
+
+
 def _release(version: str) -> Path:
-    for base in (RELEASES, MAIN_RELEASES):
+    for base in _release_homes():
         if (base / version / "sglang").is_dir():
             return base / version / "sglang"
     pytest.skip(f"sglang {version} source is not installed")

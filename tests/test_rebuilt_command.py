@@ -5,7 +5,6 @@ its source by analyzer/sglang/derived_fields_build.py) are left out."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -17,7 +16,7 @@ from analyzer.sglang.derived_fields_build import build_derived_fields
 from analyzer.sglang.launch_command import parse_launch_command
 from analyzer.sglang.log_format import reconstruct_command
 from analyzer.sglang.release_source import flag_catalog_data
-from tests.fixture_cases import FIXTURES
+from tests.fixture_cases import FIXTURES, ROOT
 
 RECORDS = sorted(
     p
@@ -26,7 +25,8 @@ RECORDS = sorted(
     and "models" not in p.parts
     and "server_args=ServerArgs(" in p.read_text("utf-8", errors="replace")
 )
-INSTALLED = Path("/work/main/.sglang/venv/lib/python3.11/site-packages/sglang")
+# where scripts/install-sglang.sh puts SGLang 0.5.23, inside this checkout
+INSTALLED = next(iter(sorted(ROOT.glob(".sglang/venv/lib/python3*/site-packages/sglang"))), ROOT)
 
 
 def test_every_shipped_release_has_its_derived_fields():
@@ -69,7 +69,8 @@ def test_no_rebuilt_command_holds_a_derived_flag(path):
             assert spec is None or spec.required or spec.dest not in derived, argument.flag
 
 
-@pytest.mark.skipif(not INSTALLED.is_dir(), reason="SGLang 0.5.23's source is not installed")
+@pytest.mark.sglang
+@pytest.mark.skipif(INSTALLED == ROOT, reason="SGLang 0.5.23's source is not installed")
 def test_the_shipped_list_is_the_installed_release_mined_again():
     built = build_derived_fields(INSTALLED, flag_catalog_data("0.5.23"))
     assert frozenset(built["fields"]) == derived_fields("0.5.23")
