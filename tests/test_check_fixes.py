@@ -349,7 +349,13 @@ def real_verdicts(tmp_path_factory) -> dict[str, str]:
     """Each test's given and corrected commands, through real SGLang in one batch."""
     tmp = tmp_path_factory.mktemp("verdicts")
     flex = ROOT / "fixtures" / "source" / "spec_eagle_flex_attention_verify.log"
-    backend = analyze([str(flex)], Options()).incidents[0]
+    # the command as typed: one rebuilt from the record leaves the backend, which SGLang may
+    # choose itself, out (docs/evidence.md), so it would show nothing to correct
+    typed = (
+        f"{LAUNCH} {TARGET} --device cpu --attention-backend flex_attention {EAGLE} "
+        "--speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4"
+    )
+    backend = analyze([str(flex)], Options(command=typed)).incidents[0]
     assert backend.rule == "spec-attention-backend-unsupported"
     assert "--attention-backend" not in backend.corrected_command
     chain = _root(tmp / "chain", TOPK_LIMIT, f"{LAUNCH} {TARGET} {EAGLE} {WIDE_TREE}")
