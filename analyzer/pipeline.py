@@ -23,7 +23,7 @@ from analyzer.incidents.assemble import analyze_log, command_incidents
 from analyzer.incidents.context import Context, Options, with_catalog
 from analyzer.incidents.finish import finish
 from analyzer.incidents.session_incidents import transcript_incidents
-from analyzer.nodes.story import join_nodes
+from analyzer.nodes.several_nodes import join_nodes
 from analyzer.repair.correct import verify_incidents
 from analyzer.rulebook.vocabulary import Rule, all_triggers, load_rules
 from analyzer.sglang.catalog import all_catalogs, load_catalog

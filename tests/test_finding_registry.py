@@ -85,6 +85,16 @@ def test_the_priority_order_ranks_catalog_findings_with_the_generic_rule():
     assert not any(k.startswith("raise-site:") for k in priorities(RULES, catalogs=False))
 
 
+def test_the_priority_order_is_the_whole_registrys():
+    """priorities() leaves out the kinds that never rank; an entry of them given a priority
+    would be lost from the order: this holds the two equal."""
+    for sessions in (True, False):
+        for catalogs in (True, False):
+            entries = registry(RULES, sessions, catalogs)
+            whole = {e.id: e.priority for e in entries if e.priority is not None}
+            assert priorities(RULES, sessions, catalogs) == whole
+
+
 def test_loganalyze_rules_lists_every_entry():
     out = subprocess.run(
         [sys.executable, "-m", "analyzer", "rules"],

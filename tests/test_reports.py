@@ -217,6 +217,22 @@ def test_only_the_html_path_imports_jinja2(tmp_path):
         assert done.stderr.strip().splitlines()[-1] == str(imports_jinja), (argv, done.stderr)
 
 
+def test_a_crash_log_never_imports_numpy_or_pandas(tmp_path):
+    """numpy and pandas serve `metrics` and `compare`; a crash log's report (every format
+    but HTML, whose charts need the metrics) starts without them."""
+    log = _write_log(tmp_path, "port.log", [XSS_LINE])
+    probe = (
+        "import sys; from analyzer import cli; sys.argv = ['loganalyze', *sys.argv[1:]]\n"
+        "try:\n    cli.main()\nexcept SystemExit:\n    pass\n"
+        "print([m for m in ('numpy', 'pandas') if m in sys.modules], file=sys.stderr)"
+    )
+    for argv in ([log, "-f", "json"], [log, "-f", "plain"], ["ci", log]):
+        done = subprocess.run(
+            [sys.executable, "-c", probe, *argv], capture_output=True, text=True, cwd=ROOT
+        )
+        assert done.stderr.strip().splitlines()[-1] == "[]", (argv, done.stderr)
+
+
 # ---- Markdown ----------------------------------------------------------------------------
 
 

@@ -9,8 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
-import regex
-
+from analyzer.core.lazy_pattern import LazyPattern
 from analyzer.core.model import (
     Alternative,
     Attempt,
@@ -29,27 +28,44 @@ if TYPE_CHECKING:
 
 MASK = "***"
 # Each pattern keeps group `keep` and masks group `secret`; no look-behinds, so a
-# 64 KiB line costs one linear pass per pattern.
+# 64 KiB line costs one linear pass per pattern. Each comes with the literals one of which
+# every match holds (`fold`: looked for in the lowercased text), so a string without
+# them is passed over and a report without secrets never compiles a pattern.
 SECRET_PATTERNS = (
-    regex.compile(r"(?P<keep>)(?P<secret>\bhf_[A-Za-z0-9]{16,})"),
-    regex.compile(r"(?P<keep>)(?P<secret>\bsk-[A-Za-z0-9_\-]{16,})"),
-    regex.compile(r"(?i)(?P<keep>\bBearer\s+)(?P<secret>[A-Za-z0-9._~+/\-]+=*)"),
-    regex.compile(r"(?P<keep>--(?:[\w-]*-)?api-key(?:=|\s+))(?P<secret>'[^']*'|\"[^\"]*\"|\S+)"),
-    regex.compile(r"(?P<keep>://[^/\s:@]+:)(?P<secret>[^@\s/]+)(?=@)"),
-    regex.compile(
-        r"(?P<keep>(?<![\w-])[A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD|API_KEY|ACCESS_KEY)[A-Z0-9_]*=)"
-        r"(?P<secret>'[^']*'|\"[^\"]*\"|\S+)"
+    (("hf_",), False, LazyPattern(r"(?P<keep>)(?P<secret>\bhf_[A-Za-z0-9]{16,})")),
+    (("sk-",), False, LazyPattern(r"(?P<keep>)(?P<secret>\bsk-[A-Za-z0-9_\-]{16,})")),
+    (("bearer",), True, LazyPattern(r"(?i)(?P<keep>\bBearer\s+)(?P<secret>[A-Za-z0-9._~+/\-]+=*)")),
+    (
+        ("api-key",),
+        False,
+        LazyPattern(r"(?P<keep>--(?:[\w-]*-)?api-key(?:=|\s+))(?P<secret>'[^']*'|\"[^\"]*\"|\S+)"),
     ),
-    regex.compile(
-        r"(?i)(?P<keep>['\"]?(?:api_key|token|password)['\"]?\s*[:=]\s*)(?P<secret>'[^']+')"
+    (("://",), False, LazyPattern(r"(?P<keep>://[^/\s:@]+:)(?P<secret>[^@\s/]+)(?=@)")),
+    (
+        ("TOKEN", "SECRET", "PASSWORD", "API_KEY", "ACCESS_KEY"),
+        False,
+        LazyPattern(
+            r"(?P<keep>(?<![\w-])[A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD|API_KEY|ACCESS_KEY)[A-Z0-9_]*=)"
+            r"(?P<secret>'[^']*'|\"[^\"]*\"|\S+)"
+        ),
+    ),
+    (
+        ("api_key", "token", "password"),
+        True,
+        LazyPattern(
+            r"(?i)(?P<keep>['\"]?(?:api_key|token|password)['\"]?\s*[:=]\s*)(?P<secret>'[^']+')"
+        ),
     ),
 )
 
 
 def redact_text(text: str) -> str:
     """Mask every secret in one string."""
-    for pattern in SECRET_PATTERNS:
-        text = pattern.sub(lambda m: m["keep"] + MASK, text)
+    folded = text.lower()
+    for hints, fold, pattern in SECRET_PATTERNS:
+        if any(hint in (folded if fold else text) for hint in hints):
+            text = pattern.sub(lambda m: m["keep"] + MASK, text)
+            folded = text.lower()
     return text
 
 

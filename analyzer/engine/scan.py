@@ -154,22 +154,31 @@ USAGE_OPTION = regex.compile(r"(?<![\w-])--[A-Za-z][\w-]*")
 LAUNCH_HINTS = ("sglang", "launch_server")
 MAX_STATED_VERSIONS = 20
 
+# `Load weight end` is a phase marker; one per rank and model.
+WEIGHTS_LOADED = "Load weight end"
+# The literals _note_markers looks for: a line holding none of them is passed over in one
+# Aho-Corasick pass instead of one test per marker.
+MARKER_LITERALS = (
+    *SERVER_ARGS_MARKERS,
+    *STARTUP_MARKERS,
+    *(marker for marker, _ in PHASE_MARKERS),
+    READY_MARKER,
+    WEIGHTS_LOADED,
+    IMPORT_SKIPPED,
+    *EXIT_MARKS,
+    *SIGNAL_MARKS,
+    *LAUNCH_HINTS,
+    "Version: ",
+)
 # Every literal whose presence makes the Scanner do anything with a line beyond keeping
 # it as context. The fast path (analyzer/engine/literal_scan.py) feeds the Scanner only lines
 # holding one of these (plus a rule trigger) and the lines around them, so a check on
 # a line that is not gated by one of these literals would break their equivalence.
 SCANNER_LITERALS = (
+    *MARKER_LITERALS,
     TRACEBACK_START,
     *CHAIN_MARKERS,
-    *STARTUP_MARKERS,
-    *(marker for marker, _ in PHASE_MARKERS),
-    READY_MARKER,
-    *EXIT_MARKS,
-    *SIGNAL_MARKS,
     *FAULT_LITERALS,
-    *LAUNCH_HINTS,
-    "Version: ",
-    IMPORT_SKIPPED,
     'File "',  # a traceback pasted without its header
     "Error",  # an exception line pasted alone (`...Error: ...`)
     "Exception",
@@ -188,8 +197,6 @@ MAX_MESSAGE_LINES = 10
 # a record of some logger (a launcher's, a harness's: `2025-11-19 21:36:58.449018+08:00 - ...`,
 # `[2026-01-01 10:00:00]`): it follows an exception, never continues its message
 LOGGER_RECORD = LazyPattern(r"^\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d")
-# `Load weight end` is a phase marker (in SCANNER_LITERALS); one per rank and model.
-WEIGHTS_LOADED = "Load weight end"
 MAX_WEIGHT_LOADS = 64
 MAX_SKIPPED_IMPORTS = 64
 MAX_CONTINUED_LINES = 64  # of one `\\`-continued launch command
@@ -300,7 +307,7 @@ class Scanner:
         self.log = ScannedLog(summary=summary)
         self.triggers = tuple(triggers)
         self.has_trigger = _any_of(self.triggers)
-        self.has_scanner_literal = _any_of(SCANNER_LITERALS)
+        self.has_marker = _any_of(MARKER_LITERALS)
         self.recent: deque[Line] = deque(maxlen=CONTEXT_LINES)
         self.tail: deque[Line] = deque(maxlen=TAIL_LINES)
         self.pending_context: list[tuple[int, int]] = []
@@ -455,8 +462,8 @@ class Scanner:
             self._add_candidate(line)
         note_signal(self.log.signals, line)
         body = line.body
-        if not self.has_scanner_literal(body):
-            return  # each marker below is one of them: one pass instead of one per marker
+        if not self.has_marker(body):
+            return
         if any(marker in body for marker in SERVER_ARGS_MARKERS):
             self.log.server_args = parse_server_args(body)
             self.log.server_args_line = line

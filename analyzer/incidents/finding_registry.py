@@ -12,8 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from analyzer.engine.clients import CLIENT_RULE, REFUSED_RULE
-from analyzer.metrics.compare import RULE_CLASS as SLOWDOWN_CLASS
-from analyzer.metrics.compare import RULE_ID as SLOWDOWN_RULE
+from analyzer.metrics.slowdown_finding import SLOWDOWN_ENTRY
 from analyzer.rulebook.check_rules import CHECK_RULES
 from analyzer.rulebook.docs import rules_markdown, rules_text
 from analyzer.rulebook.vocabulary import Rule, RuleDoc
@@ -100,45 +99,17 @@ MINTED_ENTRIES = (
         ),
         KIND_FALLBACK,
     ),
-    Entry(
-        SLOWDOWN_RULE,
-        SLOWDOWN_CLASS,
-        "warning",
-        None,
-        "Speculative decoding ran slower than the run without it",
-        RuleDoc(
-            "`loganalyze compare`: a speculative run's decode throughput below that of a run "
-            "without speculation (from the logs' decode metrics).",
-            "A speculative step costs more than a plain one: it pays off only when the mean "
-            "accept length exceeds that cost, measured from the same pair of runs.",
-            "Raise the accept length (the draft model, --speculative-num-steps, topk) or "
-            "turn speculation off for this load.",
-        ),
-        KIND_COMPARISON,
-    ),
+    Entry(*SLOWDOWN_ENTRY, kind=KIND_COMPARISON),
 )
 
 
 def registry(rules: list[Rule], sessions: bool = True, catalogs: bool = True) -> list[Entry]:
     """Every entry: the rules (shipped and the user's), the command checks, the minted
-    findings, (`catalogs`) the raise-site families and frame phases and (`sessions`) the
-    session findings, in that order. A report leaves out the catalogs and sessions none of
-    its incidents came from: a log never loads what it does not need."""
-    entries = [_of_rule(r, KIND_TOML) for r in rules]
-    entries += [_of_rule(r, KIND_CHECK) for r in CHECK_RULES.values()]
-    entries += MINTED_ENTRIES
-    from analyzer.nodes.node_findings import NODE_ENTRIES
-    from analyzer.signals.signal_findings import signal_entries
-
-    entries += [Entry(*e, kind=KIND_SIGNAL) for e in signal_entries()]
-    entries += [Entry(*e, kind=KIND_NODES) for e in NODE_ENTRIES]
-    if catalogs:
-        entries += _catalog_entries(rules)
-    if sessions:
-        from analyzer.transcripts.session_findings import SESSION_ENTRIES
-
-        entries += [Entry(*e, kind=KIND_SESSION) for e in SESSION_ENTRIES]
-    return entries
+    findings, the failure-signal and multi-node findings, (`catalogs`) the raise-site
+    families and frame phases and (`sessions`) the session findings, in that order. A report
+    leaves out the catalogs and sessions none of its incidents came from: a log never loads
+    what it does not need."""
+    return _entries(rules, sessions, catalogs, unranked=True)
 
 
 def priorities(rules: list[Rule], sessions: bool = True, catalogs: bool = True) -> dict[str, int]:
@@ -147,8 +118,29 @@ def priorities(rules: list[Rule], sessions: bool = True, catalogs: bool = True) 
     A raise-site family or a frame phase classifies what no hand rule explains: it ranks
     with the generic rule that found it, below every rule that matched the same error.
     """
-    entries = registry(rules, sessions, catalogs)
+    entries = _entries(rules, sessions, catalogs, unranked=False)
     return {e.id: e.priority for e in entries if e.priority is not None}
+
+
+def _entries(rules: list[Rule], sessions: bool, catalogs: bool, unranked: bool) -> list[Entry]:
+    """The registry's entries; without `unranked`, not the kinds that never rank (the
+    failure-signal and multi-node findings: building their docs cost every run's start)."""
+    entries = [_of_rule(r, KIND_TOML) for r in rules]
+    entries += [_of_rule(r, KIND_CHECK) for r in CHECK_RULES.values()]
+    entries += MINTED_ENTRIES
+    if unranked:
+        from analyzer.nodes.node_findings import NODE_ENTRIES
+        from analyzer.signals.signal_findings import signal_entries
+
+        entries += [Entry(*e, kind=KIND_SIGNAL) for e in signal_entries()]
+        entries += [Entry(*e, kind=KIND_NODES) for e in NODE_ENTRIES]
+    if catalogs:
+        entries += _catalog_entries(rules)
+    if sessions:
+        from analyzer.transcripts.session_findings import SESSION_ENTRIES
+
+        entries += [Entry(*e, kind=KIND_SESSION) for e in SESSION_ENTRIES]
+    return entries
 
 
 def _of_rule(rule: Rule, kind: str) -> Entry:

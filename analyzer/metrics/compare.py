@@ -18,10 +18,9 @@ from dataclasses import dataclass, field
 
 from analyzer.core.model import Incident
 from analyzer.metrics.results import RunMetrics
+from analyzer.metrics.slowdown_finding import RULE_CLASS, RULE_ID
 from analyzer.metrics.startup import CONFIG_KEYS
 
-RULE_CLASS = "spec_slowdown"
-RULE_ID = "spec-slowdown"
 LOAD_MISMATCH = 1.25  # medians further apart than this are not the same load
 SPEC_FLAGS = (
     ("algorithm", "--speculative-algorithm"),

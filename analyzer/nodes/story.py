@@ -40,7 +40,6 @@ QUIET_SYMPTOMS = {"startup-stall"}
 # a process that died with no error of its own: explained by a failure beside it, if any
 LOCAL_DEATHS = {"child-died", "silent-death"}
 FIRST_LOOK = 2000  # lines of each input: the server_args record and the first ranks
-KUBECTL_POD = re.compile(r"\[pod/([^\s\]/]+)/")
 SCHEDULER_WATCHDOG = re.compile(r"watchdog_timeout=(\d+(?:\.\d+)?)")
 WATCHDOG_RAN = re.compile(r"ran for (\d+) milliseconds|Timeout\(ms\)=(\d+)")
 SHORT = {
@@ -93,9 +92,9 @@ class NodeStory:
         }
 
 
-def join_nodes(report: Report, inputs: Iterable[TextInput]) -> Report:
+def join_run(report: Report, inputs: Iterable[TextInput]) -> Report:
     """The report with each incident's node, its cause, the nodes' lines; unchanged when the
-    inputs are not several nodes of one run. An input that changed or vanished since the
+    inputs are not several nodes of one run (nodes/several_nodes.py looked first). An input that changed or vanished since the
     pipeline read it leaves the report as it was, with a note."""
     incidents = list(report.incidents)
     try:
@@ -109,10 +108,7 @@ def join_nodes(report: Report, inputs: Iterable[TextInput]) -> Report:
 
 
 def _join(report: Report, inputs: Iterable[TextInput]) -> Report:
-    logs = [s for s in report.inputs if not s.kind.startswith("transcript")]
-    if not _may_be_multinode(report, len(logs)):
-        return report
-    paths = {s.path for s in logs}
+    paths = {s.path for s in report.inputs if not s.kind.startswith("transcript")}
     wanted: dict[str, set[int]] = {}
     for incident in report.incidents:
         wanted.setdefault(incident.source, set()).add(incident.line)
@@ -147,15 +143,6 @@ def _join(report: Report, inputs: Iterable[TextInput]) -> Report:
     report.verdict = verdict(report.incidents)
     report.nodes = _stories(ordered, nodes, skews)
     return report
-
-
-def _may_be_multinode(report: Report, log_inputs: int) -> bool:
-    """Cheap first look, so a single-node log is never read twice: several inputs, or one
-    whose lines carry more than one kubectl pod."""
-    if log_inputs >= 2:
-        return True
-    lines = [ln for i in report.incidents for ln in i.evidence] + report.last_lines
-    return len({m[1] for ln in lines if (m := KUBECTL_POD.search(ln.text))}) >= 2
 
 
 def _first_look(files: list[TextInput]) -> bool:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 
 try:
     from ahocorasick_rs import AhoCorasick, Implementation
@@ -30,6 +31,7 @@ except ImportError:  # pragma: no cover - a declared dependency
 from analyzer.core.lazy_pattern import LazyPattern
 from analyzer.core.model import FailureSignal, Line
 from analyzer.core.package_files import package_files
+from analyzer.core.parse_cache import cached
 
 CATALOG_NAME = "failure_messages.json"
 
@@ -89,7 +91,13 @@ class CatalogEntry:
 
 @cache
 def catalog_entries() -> tuple[CatalogEntry, ...]:
-    data = json.loads(package_files(__package__).joinpath(CATALOG_NAME).read_text("utf-8"))
+    """The message catalog, parsed once and kept between runs (core/parse_cache.py)."""
+    path = package_files(__package__).joinpath(CATALOG_NAME)
+    return cached("failure-messages", [path, Path(__file__)], lambda: _parse_catalog(path))
+
+
+def _parse_catalog(path: Path) -> tuple[CatalogEntry, ...]:
+    data = json.loads(path.read_text("utf-8"))
     return tuple(
         CatalogEntry(e["key"], e["message"], e["class"], e["advice"], e["source"], e["kind"])
         for e in data["entries"]
