@@ -121,7 +121,6 @@ def _options(
     no_redact: bool,
     input_format: InputFormat,
     verify: bool,
-    metrics: bool,
     session: str | None = None,
 ):
     """The pipeline's Options from the shared analysis options."""
@@ -134,7 +133,6 @@ def _options(
         not no_redact,
         input_format=input_format.value,
         verify=verify,
-        metrics=metrics,
         session=session,
     )
 
@@ -169,14 +167,14 @@ def analyze(
 ) -> None:
     """Analyze SGLang logs: what failed, which flag, and the corrected command."""
     with long_lived():  # core/collector.py
-        from analyzer.pipeline import analyze as run
+        from analyzer.pipeline import analyze, charted
 
     with one_line_errors(debug):
-        wants_charts = format is Format.html or html is not None
         options = _options(
-            rules, command, command_file, sglang_version, no_redact, input_format, verify,
-            wants_charts, session,
-        )  # fmt: skip
+            rules, command, command_file, sglang_version, no_redact, input_format, verify, session
+        )
+        # the HTML page charts each log's decode metrics
+        run = charted if format is Format.html or html is not None else analyze
         report = run(paths, options)
         _emit(report, format, output, paths)
         if html or markdown or junit:
@@ -299,14 +297,13 @@ def ci(
 ) -> None:
     """CI post-mortem: write reports, the step summary and annotations; exit 1 on failure."""
     from analyzer.formats.ci import CiRun, post_mortem
-    from analyzer.pipeline import analyze as run
+    from analyzer.pipeline import analyze, charted
 
     with one_line_errors(debug):
         options = _options(
-            rules, command, command_file, sglang_version, no_redact, input_format, verify,
-            html is not None, session,
-        )  # fmt: skip
-        report = run(paths, options)
+            rules, command, command_file, sglang_version, no_redact, input_format, verify, session
+        )
+        report = (charted if html is not None else analyze)(paths, options)
         reports = {"html": html, "markdown": markdown, "junit": junit, "json": json}
         code = post_mortem(report, CiRun(paths, reports, fail_on.value, summary))
     raise typer.Exit(code)

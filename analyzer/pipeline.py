@@ -15,7 +15,7 @@ from analyzer.blame.flags_shown import shown_in_input
 from analyzer.core.model import Attempt, Incident, InputSummary, Line, Report, ScannedLog
 from analyzer.core.read import TextInput, open_inputs
 from analyzer.engine.literal_scan import LiteralFinder, finder_for, scan_chunks
-from analyzer.engine.redact import redact_report
+from analyzer.engine.redact import redact_report, redact_run
 from analyzer.engine.scan import scan_lines
 from analyzer.engine.survival import MARKERS, watched
 from analyzer.incidents import collate
@@ -29,7 +29,7 @@ from analyzer.rulebook.vocabulary import Rule, all_triggers, load_rules
 from analyzer.sglang.catalog import all_catalogs, load_catalog
 from analyzer.sglang.releases import choose_version
 from analyzer.sglang.usage_text import catalog_for_usage
-from analyzer.transcripts.detect import FORMAT_NAMES, detect_kind, is_transcript_folder
+from analyzer.transcripts.detect import is_transcript_folder, transcript_kind
 
 if TYPE_CHECKING:
     from analyzer.metrics.results import RunMetrics
@@ -53,11 +53,10 @@ def analyze(
     found: list[Incident] = []
     last_lines: list[Line] = []
     timeline: list[Attempt] = []
-    runs: list[RunMetrics] = []
     for text_input in open_inputs(paths, is_transcript_folder):
         summary = InputSummary(text_input.path)
         summaries.append(summary)
-        kind = _transcript_kind(text_input, options.input_format)
+        kind = transcript_kind(text_input, options.input_format)
         if kind is not None:
             incidents, attempts, tail = transcript_incidents(text_input, summary, kind, context)
             found.extend(incidents)
@@ -75,17 +74,38 @@ def analyze(
         found.extend(incidents)
         if incidents or not last_lines:
             last_lines = log.tail
-        if options.metrics:
-            runs.extend(_metrics(text_input))
     report = finish(found, summaries, last_lines, context)
     report = join_nodes(report, open_inputs(paths, is_transcript_folder))  # analyzer/nodes/
     report.attempts = collate.classify_attempts(timeline, report.incidents)
-    report.runs = runs
     if options.verify:
         verify_incidents(report.incidents, {s.path: s.catalog_version for s in summaries})
     if not options.redact:
         return report
     return redact_report(report)
+
+
+def charted(paths: list[str], options: Options | None = None) -> Report:
+    """analyze(), and each log's decode metrics for the HTML charts (report.runs)."""
+    options = options or Options()
+    report = analyze(paths, options)
+    report.runs = decode_metrics(paths, options)
+    return report
+
+
+def decode_metrics(paths: list[str], options: Options) -> list[RunMetrics]:
+    """The decode metrics of each log input that has any: a second read, so files only (not
+    stdin); never a transcript's or a binary file's."""
+    from analyzer.metrics.extract import extract  # numpy: only when a format draws the metrics
+
+    runs = []
+    for text_input in open_inputs(paths, is_transcript_folder):
+        if text_input.file is None or text_input.is_binary():
+            continue
+        if transcript_kind(text_input, options.input_format) is None:
+            run = extract(text_input)
+            if run.decode.lines:
+                runs.append(redact_run(run) if options.redact else run)
+    return runs
 
 
 def _for_input(
@@ -98,16 +118,6 @@ def _for_input(
     here = with_catalog(context, summary, choice)
     shown = shown_in_input(text_input, choice.version if choice.evidence else None)
     return replace(here, catalog=catalog_for_usage(log, here.catalog, summary), shown=shown)
-
-
-def _metrics(text_input: TextInput) -> list[RunMetrics]:
-    """The log's decode metrics, when it has any; a second read, so files only (not stdin)."""
-    from analyzer.metrics.extract import extract  # numpy: only when a format draws the metrics
-
-    if text_input.file is None:
-        return []
-    run = extract(text_input)
-    return [run] if run.decode.lines else []
 
 
 def _scan(
@@ -126,12 +136,3 @@ def _scan(
     if summary.lines == 0:
         summary.notes.append("empty input")
     return log
-
-
-def _transcript_kind(text_input: TextInput, forced: str | None) -> str | None:
-    """The transcript kind of an input (None: a log); `forced` is --input-format."""
-    if forced == "log":
-        return None
-    if forced and forced != "auto":
-        return FORMAT_NAMES[forced]
-    return detect_kind(text_input)

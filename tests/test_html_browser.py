@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from analyzer.formats.html import render_html
-from analyzer.pipeline import Options, analyze
+from analyzer.pipeline import Options, analyze, charted
 from tests.fixture_cases import fixture_cases
 
 CHROMIUM = "/usr/bin/chromium"
@@ -187,7 +187,7 @@ def test_no_incident_page(browser, tmp_path):
 def test_metrics_charts_draw_offline_in_both_themes(browser, tmp_path):
     log = Path(__file__).parent.parent / "fixtures/metrics/sglang-0.5.23-eagle3.log"
     page_file = tmp_path / "metrics.html"
-    page_file.write_text(render_html(analyze([str(log)], Options(metrics=True))), "utf-8")
+    page_file.write_text(render_html(charted([str(log)])), "utf-8")
     for scheme in ("light", "dark"):
         context, page, watch, url = _open(browser, page_file, color_scheme=scheme)
         try:

@@ -148,4 +148,4 @@ def test_cli_report_is_byte_identical_with_and_without_the_cache(tmp_path: Path)
     assert uncached == cold == warm
     assert '"rule": "argparse-unrecognized"' in uncached
     kinds = {p.name.split("-")[0] for p in (tmp_path / "cache").iterdir()}
-    assert kinds == {"rules", "flags", "errors", "toml"}
+    assert kinds == {"rules", "flags", "errors", "toml", "signals"}

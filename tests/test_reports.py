@@ -24,7 +24,7 @@ from analyzer.formats.github import escape_data, escape_property, render_annotat
 from analyzer.formats.html import render_html
 from analyzer.formats.junit import render_junit
 from analyzer.formats.markdown import code_span, render_markdown
-from analyzer.pipeline import Options, analyze
+from analyzer.pipeline import Options, analyze, charted
 from tests.fixture_cases import ROOT, fixture_cases
 
 SCHEMA = Path(__file__).parent / "data" / "junit.xsd"
@@ -146,7 +146,7 @@ METRICS_LOG = "fixtures/metrics/sglang-0.5.23-eagle3.log"
 
 
 def test_html_charts_the_decode_metrics(snapshot, at_root):
-    report = analyze([METRICS_LOG], Options(metrics=True))
+    report = charted([METRICS_LOG])
     [run] = report.runs
     assert run.decode.lines == 12 and run.decode.accept_len.mean == pytest.approx(2.1, abs=0.01)
     page = render_html(report)
@@ -159,13 +159,13 @@ def test_html_charts_the_decode_metrics(snapshot, at_root):
 def test_metrics_are_read_only_when_asked_and_leave_the_json_alone(at_root):
     from analyzer.formats.json_report import render_json
 
-    plain, charted = analyze([METRICS_LOG]), analyze([METRICS_LOG], Options(metrics=True))
+    plain, with_charts = analyze([METRICS_LOG]), charted([METRICS_LOG])
     assert plain.runs == [] and 'aria-label="Decode metrics"' not in render_html(plain)
-    assert render_json(plain) == render_json(charted)
+    assert render_json(plain) == render_json(with_charts)
 
 
 def test_logs_without_decode_lines_get_no_chart(at_root):
-    report = analyze([str(CASES[REPRESENTATIVE[0]].input.relative_to(ROOT))], Options(metrics=True))
+    report = charted([str(CASES[REPRESENTATIVE[0]].input.relative_to(ROOT))])
     assert report.runs == [] and "<svg" not in render_html(report)
 
 
@@ -175,7 +175,7 @@ def test_chart_section_redacts_and_escapes_the_source(tmp_path):
     folder.mkdir()
     log = folder / "run.log"
     log.write_bytes((ROOT / METRICS_LOG).read_bytes())
-    page = render_html(analyze([str(log)], Options(metrics=True)))
+    page = render_html(charted([str(log)]))
     assert page.count("<svg") == 2
     assert secret not in page and "<b>" not in page and "&lt;b&gt;" in page
 
@@ -276,7 +276,8 @@ def test_code_span_holds_backticks():
 def test_markdown_stays_under_the_limit_and_keeps_the_verdict(tmp_path):
     lines = [
         # distinct words: lines that differ only in numbers are one failure (one incident)
-        f"[2026-03-02 10:01:{i:02d} TP{i}] Address already in use: {_word(i)}" for i in range(20)
+        f"[2026-03-02 10:01:{i:02d} TP{i}] Address already in use: {_word(i)}"
+        for i in range(20)
     ]
     report = analyze([_write_log(tmp_path, "many.log", lines)])
     # Inflate the evidence (a 60 KB line is what the reader keeps at most, times a few).

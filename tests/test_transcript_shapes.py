@@ -13,7 +13,7 @@ import pytest
 from analyzer.core.read import InputError, TextInput
 from analyzer.pipeline import Options, analyze
 from analyzer.transcripts import codex_shapes, detect
-from analyzer.transcripts.opencode_store import connect_read_only
+from analyzer.transcripts.opencode import connect_read_only
 from tests.fixture_cases import ROOT
 
 HERE = ROOT / "fixtures" / "transcripts"

@@ -22,7 +22,6 @@ class Options:
     simple_scan: bool = False
     input_format: str | None = None  # auto | log | opencode | claude | codex | text
     verify: bool = False  # ask the installed SGLang about every corrected command
-    metrics: bool = False  # also read each log's decode metrics (for the HTML charts)
     session: str | None = None  # the opencode session to read (default: the one active last)
 
 

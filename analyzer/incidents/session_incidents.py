@@ -26,8 +26,8 @@ def transcript_incidents(
     from analyzer.transcripts.attempts import build_session
     from analyzer.transcripts.client_failures import client_incidents
     from analyzer.transcripts.diagnose import diagnose
-    from analyzer.transcripts.logview import scan_view
     from analyzer.transcripts.reading import read_transcript
+    from analyzer.transcripts.session import scan_view
 
     summary.kind = kind
     transcript = read_transcript(text_input, kind, context.options.session)

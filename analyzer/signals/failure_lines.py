@@ -93,7 +93,7 @@ class CatalogEntry:
 def catalog_entries() -> tuple[CatalogEntry, ...]:
     """The message catalog, parsed once and kept between runs (core/parse_cache.py)."""
     path = package_files(__package__).joinpath(CATALOG_NAME)
-    return cached("failure-messages", [path, Path(__file__)], lambda: _parse_catalog(path))
+    return cached("signals", [path, Path(__file__)], lambda: _parse_catalog(path))
 
 
 def _parse_catalog(path: Path) -> tuple[CatalogEntry, ...]:

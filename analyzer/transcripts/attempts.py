@@ -30,7 +30,16 @@ from analyzer.sglang.launch_command import parse_launch_command
 from analyzer.sglang.log_format import stated_version
 from analyzer.transcripts import client_failures, command_outputs, shell
 from analyzer.transcripts.command_outputs import NumberedLine
-from analyzer.transcripts.command_reading import (
+from analyzer.transcripts.events import Event, FileWrite, ShellCall, UserMessage
+from analyzer.transcripts.session import (
+    Attempt,
+    ClientFailure,
+    Launch,
+    LogView,
+    Observation,
+    Session,
+)
+from analyzer.transcripts.shell import (
     ENTRY_MODULES,
     HELP_FLAGS,
     LOOPS,
@@ -47,15 +56,6 @@ from analyzer.transcripts.command_reading import (
     statement_lines,
     strip_grep_prefix,
     subtree,
-)
-from analyzer.transcripts.events import Event, FileWrite, ShellCall, UserMessage
-from analyzer.transcripts.session import (
-    Attempt,
-    ClientFailure,
-    Launch,
-    LogView,
-    Observation,
-    Session,
 )
 
 TakesValue = Callable[[str], "bool | None"]
@@ -523,7 +523,9 @@ class SessionBuilder:
                 found = pattern.search(line)
                 if found:
                     data = {"kind": kind, **{k: v for k, v in found.groupdict().items() if v}}
-                    seen = Observation("shell_error", data, [(number, line)], call.ref, call.timestamp)
+                    seen = Observation(
+                        "shell_error", data, [(number, line)], call.ref, call.timestamp
+                    )
                     self._observe(seen, owner)
                     break
 

@@ -39,11 +39,16 @@ from analyzer.engine.match import match_rules
 from analyzer.rulebook.vocabulary import Rule
 from analyzer.transcripts import shell
 from analyzer.transcripts.command_outputs import CURL_ERROR, NumberedLine
-from analyzer.transcripts.command_reading import LOOPS, PYTHON, simple_pipelines
 from analyzer.transcripts.events import ShellCall, UserMessage
-from analyzer.transcripts.evidence import evidence_line, unique_lines
-from analyzer.transcripts.logview import scan_view
-from analyzer.transcripts.session import ClientFailure, LogView, Session
+from analyzer.transcripts.session import (
+    ClientFailure,
+    LogView,
+    Session,
+    evidence_line,
+    scan_view,
+    unique_lines,
+)
+from analyzer.transcripts.shell import LOOPS, PYTHON, simple_pipelines
 
 HTTP_TOOLS = frozenset({"curl", "wget", "http", "https", "xh"})
 # what the HTTP tools print when the server refused the request
@@ -143,7 +148,9 @@ def _python_target(words: list[str]) -> str | None:
     return None
 
 
-def _tracebacks(lines: list[NumberedLine], ref: str | None, client: str | None) -> list[ClientFailure]:
+def _tracebacks(
+    lines: list[NumberedLine], ref: str | None, client: str | None
+) -> list[ClientFailure]:
     if not any("Traceback" in t or 'File "' in t for _, t in lines):
         return []
     view = LogView("output", "", lines, ref, None, False)
@@ -184,7 +191,11 @@ def _http_failures(lines: list[NumberedLine], looped: bool) -> list[ClientFailur
                 continue
             found.append(
                 ClientFailure(
-                    "curl", text.strip(), (number, text), [(number, text)], None,
+                    "curl",
+                    text.strip(),
+                    (number, text),
+                    [(number, text)],
+                    None,
                     unreachable=error["code"] == "7",
                 )  # fmt: skip
             )
@@ -205,7 +216,11 @@ def _bench_exits(lines: list[NumberedLine], client: str | None) -> list[ClientFa
             unreached = exit_line["unreachable"] is not None
             found.append(
                 ClientFailure(
-                    name, text.strip(), (number, text), [(number, text)], None,
+                    name,
+                    text.strip(),
+                    (number, text),
+                    [(number, text)],
+                    None,
                     unreachable=unreached,
                 )  # fmt: skip
             )
@@ -227,8 +242,12 @@ def _rule_failures(
         unreached = bool(UNREACHABLE.search(m.line.body))
         found.append(
             ClientFailure(
-                client or "curl", m.line.body.strip()[:300], (m.line.number, m.line.text),
-                [(m.line.number, m.line.text)], ref, refused=not unreached,
+                client or "curl",
+                m.line.body.strip()[:300],
+                (m.line.number, m.line.text),
+                [(m.line.number, m.line.text)],
+                ref,
+                refused=not unreached,
                 unreachable=unreached,
             )  # fmt: skip
         )

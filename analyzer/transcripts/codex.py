@@ -29,6 +29,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO, Any
 
 from analyzer.core import bounded_json
@@ -83,8 +84,11 @@ class _Rollout:
         self.files: dict[str, str] = {}
 
 
-def read_codex(stream: IO[bytes], transcript: Transcript) -> Iterator[Event]:
-    """Yield the session's events in order; a call is yielded when its output arrives."""
+def read_codex(
+    stream: IO[bytes], transcript: Transcript, path: Path | None = None
+) -> Iterator[Event]:
+    """Yield the session's events in order; a call is yielded when its output arrives
+    (`path`: unused, a rollout holds everything)."""
     state = _Rollout()
     records = RecordLines()
     for number, record in records.read(stream):

@@ -95,7 +95,7 @@ def detect_kind(text_input: TextInput) -> str | None:
         with open_transcript(text_input) as stream:
             sample = stream.read(SAMPLE_BYTES)
             if sample.startswith(SQLITE_MAGIC):
-                from analyzer.transcripts.opencode_store import has_opencode_tables
+                from analyzer.transcripts.opencode import has_opencode_tables
 
                 return OPENCODE if has_opencode_tables(path) else None
             if sample.lstrip().startswith(b"{"):
@@ -105,6 +105,15 @@ def detect_kind(text_input: TextInput) -> str | None:
     except (OSError, EOFError, ValueError, zlib.error):
         return None
     return sniff_text(sample.decode("utf-8", errors="replace"))
+
+
+def transcript_kind(text_input: TextInput, forced: str | None) -> str | None:
+    """The transcript kind of an input (None: a log); `forced` is --input-format."""
+    if forced == "log":
+        return None
+    if forced and forced != "auto":
+        return FORMAT_NAMES[forced]
+    return detect_kind(text_input)
 
 
 def _lines(sample: bytes, stream) -> list[bytes]:

@@ -23,8 +23,7 @@ from analyzer.core.model import Attempt as TimelineEntry
 from analyzer.core.model import FlagChange, Incident
 from analyzer.sglang.launch_command import LaunchCommand
 from analyzer.transcripts.command_outputs import GpuSnapshot
-from analyzer.transcripts.evidence import diff_text, evidence_line, pattern_span
-from analyzer.transcripts.session import Attempt, Session
+from analyzer.transcripts.session import Attempt, Session, diff_text, evidence_line, pattern_span
 from analyzer.transcripts.silent_death import (
     MAX_EVIDENCE,
     SILENT_RULE,

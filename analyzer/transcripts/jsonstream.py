@@ -108,7 +108,6 @@ class _Buffer:
             self.pos = end
             return value
 
-
     def skip_value(self) -> None:
         """Step over the value at pos without decoding it: brackets counted, strings
         jumped, no recursion, the text behind dropped as it goes."""

@@ -1,9 +1,17 @@
-"""Open a transcript input as a stream of events, whichever tool wrote it."""
+"""Open a transcript input as a stream of events, whichever tool wrote it.
+
+Each tool's reader follows one protocol (StreamReader): the input's decompressed bytes, the
+Transcript it fills (notes, sessions, lines) and the input's path, to events. READERS holds
+one per transcript kind. opencode's storage folder and database are not streams: they are
+read where they are, before any stream is opened.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import closing
+from pathlib import Path
+from typing import IO, Protocol
 
 from analyzer.core.read import InputError, TextInput
 from analyzer.transcripts import detect
@@ -11,11 +19,19 @@ from analyzer.transcripts.claude import read_claude
 from analyzer.transcripts.codex import read_codex
 from analyzer.transcripts.compressed import open_transcript
 from analyzer.transcripts.events import Event, Transcript
-from analyzer.transcripts.opencode import read_export
-from analyzer.transcripts.opencode_store import read_database, read_storage
+from analyzer.transcripts.opencode import read_database, read_export, read_storage
 from analyzer.transcripts.terminal_text import read_terminal_text
 
-STREAM_READERS = {
+
+class StreamReader(Protocol):
+    def __call__(
+        self, stream: IO[bytes], transcript: Transcript, path: Path | None
+    ) -> Iterator[Event]: ...
+
+
+READERS: dict[str, StreamReader] = {
+    detect.OPENCODE: read_export,
+    detect.CLAUDE: read_claude,
     detect.CODEX: read_codex,
     detect.TEXT: read_terminal_text,
 }
@@ -45,12 +61,7 @@ def _events(text_input: TextInput, transcript: Transcript, session: str | None) 
         return
     try:
         with closing(open_transcript(text_input)) as stream:
-            if transcript.kind == detect.CLAUDE:
-                yield from read_claude(stream, transcript, path)
-            elif transcript.kind in STREAM_READERS:
-                yield from STREAM_READERS[transcript.kind](stream, transcript)
-            else:
-                yield from read_export(stream, transcript, path.parent if path else None)
+            yield from READERS.get(transcript.kind, read_export)(stream, transcript, path)
     except (OSError, EOFError) as exc:
         transcript.notes.append(f"transcript ends early ({exc or type(exc).__name__})")
     if session is not None and session not in transcript.sessions:

@@ -17,9 +17,15 @@ from analyzer.core.model import FlagChange, Incident, Line
 from analyzer.sglang.launch_command import LaunchCommand
 from analyzer.transcripts import shell
 from analyzer.transcripts.command_outputs import GpuSnapshot, NumberedLine
-from analyzer.transcripts.command_reading import command_ref, same_file
-from analyzer.transcripts.evidence import diff_text, evidence_line, unique_lines
-from analyzer.transcripts.session import Attempt, Observation, Session
+from analyzer.transcripts.session import (
+    Attempt,
+    Observation,
+    Session,
+    diff_text,
+    evidence_line,
+    unique_lines,
+)
+from analyzer.transcripts.shell import command_ref, same_file
 
 SILENT_RULE = "session-silent-death"
 MAX_EVIDENCE = 14

@@ -19,6 +19,8 @@ from analyzer.core.lazy_pattern import LazyPattern
 from analyzer.sglang.log_format import ANSI
 
 if TYPE_CHECKING:  # a log's transcript sniffing needs no transcript model
+    from pathlib import Path
+
     from analyzer.transcripts.events import ShellCall, Transcript
 
 PROMPT = re.compile(
@@ -169,8 +171,10 @@ class _Call:
         )
 
 
-def read_terminal_text(stream: IO[bytes], transcript: Transcript) -> Iterator[ShellCall]:
-    """Yield each command of a terminal session with its output, in order."""
+def read_terminal_text(
+    stream: IO[bytes], transcript: Transcript, path: Path | None = None
+) -> Iterator[ShellCall]:
+    """Yield each command of a terminal session with its output, in order (`path`: unused)."""
     call: _Call | None = None
     number = 0
     for raw in stream:
