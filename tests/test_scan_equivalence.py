@@ -28,6 +28,19 @@ def test_fixture_reports_are_identical(case):
     assert fast == simple
 
 
+MULTI_BLOCK = [c for c in CASES if c.input.stat().st_size > 2048]
+
+
+@pytest.mark.parametrize("case", MULTI_BLOCK, ids=[c.id for c in MULTI_BLOCK])
+def test_fixture_reports_are_identical_when_read_in_many_blocks(case, monkeypatch):
+    """An input of several blocks is searched by keys (literal_scan.KeyedFinder), not by the
+    literals themselves: every fixture over 2 KiB, read in 1 KiB chunks, still gives the
+    line-by-line report."""
+    monkeypatch.setattr(read, "CHUNK_BYTES", 1024)
+    fast, simple = both([str(case.input)], case.user_command)
+    assert fast == simple
+
+
 PIECES = [
     "[2026-02-23 18:05:01 TP0] Decode batch, #running-req: 3, token usage: 0.82, #queue-req: 0",
     "usage: sglang serve [-h] --model-path MODEL_PATH",

@@ -113,7 +113,7 @@ def test_layered_prefixes_are_all_peeled_even_with_blank_quoted_lines(tmp_path):
     assert detect_prefixes(wrapped).names == ["quote", "timestamp"]
     root = _root(_write(tmp_path, "quoted_ci.log", wrapped))
     assert root is not None and root.rule_class == expected
-    assert detect_prefixes(["> 1:a", "> 2:b", "> 3:c"]).prefix_length("> 2:b") == len("> 2:")
+    assert detect_prefixes(["> 1:a", "> 2:b", "> 3:c"]).body_span("> 2:b")[0] == len("> 2:")
 
 
 def test_a_launchers_rich_log_of_its_workers_output_is_read_as_the_workers_log(tmp_path):

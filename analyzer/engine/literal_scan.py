@@ -11,7 +11,7 @@ fixture), at close to grep's speed.
 
 from __future__ import annotations
 
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import chain
 from typing import TYPE_CHECKING
@@ -36,11 +36,20 @@ if TYPE_CHECKING:
     from concurrent.futures import Future
 
 try:
-    from ahocorasick_rs import BytesAhoCorasick
+    from ahocorasick_rs import BytesAhoCorasick, MatchKind
 except ImportError:  # pragma: no cover - the dependency is declared; this is a safety net
-    BytesAhoCorasick = None
+    BytesAhoCorasick = MatchKind = None
 
 LONG_LINE_WINDOW = MAX_LINE_BYTES // 2
+# A large input is searched by groups of keys: ahocorasick's SIMD prefilter (Teddy) runs only
+# for leftmost matching of a few dozen patterns, and then searches ~20x faster than one
+# automaton of every literal (benchmarks/triage_bench.py). Each key is a suffix of its
+# literal whose opening bytes are rare in the input's own sample, so the prefilter is not
+# woken on every routine line (`cuda graph: True` of each Decode batch line).
+KEY_GROUP = 32
+KEY_MIN_BYTES = 4
+KEY_SAMPLE_BYTES = 32 * 1024
+KEY_COMMON = 8  # a 3-byte opening seen this often in the sample wakes the prefilter too often
 
 
 class LiteralFinder:
@@ -50,6 +59,13 @@ class LiteralFinder:
         self.literals_text = sorted({lit for lit in literals if lit})
         self.literals = [lit.encode() for lit in self.literals_text]
         self._automaton = BytesAhoCorasick(self.literals) if BytesAhoCorasick else None
+
+    def for_large_input(self, sample: bytes) -> LiteralFinder | KeyedFinder:
+        """The finder for an input of many blocks, keyed on what `sample` (its first block)
+        shows of it; itself without the Rust search."""
+        if BytesAhoCorasick is None:
+            return self
+        return KeyedFinder(self.literals, sample)
 
     def ends(self, block: memoryview) -> list[int]:
         if self._automaton is not None:
@@ -62,6 +78,37 @@ class LiteralFinder:
                 found.append(at + len(literal))
                 at = data.find(literal, at + 1)
         return found
+
+
+class KeyedFinder:
+    """Where each literal may end: where its key ends (a line holding a key but not its
+    literal is fed too; the Scanner's own checks read the line). Groups of leftmost
+    searchers, one prefilter each."""
+
+    def __init__(self, literals: list[bytes], sample: bytes) -> None:
+        seen = Counter(_openings(sample[:KEY_SAMPLE_BYTES]))
+        seen.update(_openings(sample[-KEY_SAMPLE_BYTES:]))
+        keys = sorted({_key(lit, seen) for lit in literals}, key=lambda k: (-len(k), k))
+        self._groups = [
+            BytesAhoCorasick(keys[i : i + KEY_GROUP], matchkind=MatchKind.LeftmostFirst)
+            for i in range(0, len(keys), KEY_GROUP)
+        ]
+
+    def ends(self, block: memoryview) -> list[int]:
+        return [end for group in self._groups for _, _, end in group.find_matches_as_indexes(block)]
+
+
+def _openings(sample: bytes) -> Iterator[bytes]:
+    return (sample[i : i + 3] for i in range(len(sample) - 2))
+
+
+def _key(literal: bytes, seen: Counter[bytes]) -> bytes:
+    """The longest suffix of the literal, of KEY_MIN_BYTES at least, that opens with bytes
+    rare in the sample (the literal itself when none does)."""
+    for start in range(len(literal) - KEY_MIN_BYTES + 1):
+        if seen[literal[start : start + 3]] < KEY_COMMON:
+            return literal[start:]
+    return literal
 
 
 def finder_for(triggers: Sequence[str]) -> LiteralFinder:
@@ -236,6 +283,7 @@ def _searched(blocks: Iterator[bytes], finder: LiteralFinder) -> Iterator[tuple[
     The Rust search releases the GIL, so on two cores it overlaps with reading,
     decompressing and feeding the Scanner; results come back in order. An input of one
     block has nothing to overlap: it is searched here, with no thread (nor its imports).
+    An input of several blocks is searched by keys (KeyedFinder), built from its first.
     """
     first, second = next(blocks, None), next(blocks, None)
     if second is None:
@@ -244,11 +292,12 @@ def _searched(blocks: Iterator[bytes], finder: LiteralFinder) -> Iterator[tuple[
         return
     from concurrent.futures import ThreadPoolExecutor
 
+    keyed = finder.for_large_input(first)
     blocks = chain([first, second], blocks)
     with ThreadPoolExecutor(max_workers=1) as pool:
         pending: tuple[bytes, Future[list[int]]] | None = None
         for block in blocks:
-            search = pool.submit(finder.ends, memoryview(block))
+            search = pool.submit(keyed.ends, memoryview(block))
             if pending is not None:
                 yield pending[0], pending[1].result()
             pending = (block, search)

@@ -10,7 +10,7 @@ stripped from every line that carries it, and peeled in layers (`> ` quotes arou
 `grep -n` output, say). What pasting did to the text itself is undone in engine/paste.py.
 
 Nothing is rewritten: a line keeps its number and its text for the evidence; only where
-SGLang's own line starts (the `body` the rules read) moves. The scanner asks `prefix_length`
+SGLang's own line starts (the `body` the rules read) moves. The scanner asks `body_span`
 per line, so the literal fast path and the line-by-line path see the same bodies.
 """
 
@@ -207,9 +207,6 @@ class LinePrefixes:
     @property
     def names(self) -> list[str]:
         return [f.name for f in self.forms] + (["markdown-fence"] if self.fenced else [])
-
-    def prefix_length(self, text: str) -> int:
-        return self.body_span(text)[0]
 
     def body_span(self, text: str) -> tuple[int, int, int]:
         """Where SGLang's text lies in a line: after what the user's tools added in front
