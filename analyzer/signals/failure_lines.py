@@ -7,8 +7,11 @@ Its only job is recall. A line is a failure signal when it holds
   wherever it stands: inside a JSON string, a quote, an HTTP body, after any prefix;
 - a process death: a signal's name as the shell reports it, `(core dumped)`, `Fatal Python
   error`, a C++ `terminate called`, a non-zero exit status, SGLang's `hit an exception`,
-  `Received sigquit`, `crashed with exit code`;
-- argparse's `error:` line, a CUDA kernel's failed device-side assertion, an `Error:` line;
+  `Received sigquit`, `crashed with exit code`, a Rust or Go panic, a Kubernetes container
+  in CrashLoopBackOff or OOMKilled;
+- argparse's `error:` line, a CUDA kernel's failed device-side assertion, an `Error:` line,
+  a tool's failure around the launch (a shell's `command not found`, docker, curl, ssh, git,
+  nvidia-smi), a Python traceback's header with nothing after it;
 - an ERROR / FATAL / CRITICAL level, or a glog `E`/`F` line.
 
 A line at a WARNING / INFO / DEBUG level (or a Python warning) is not a signal unless it
@@ -40,11 +43,22 @@ DEATH_LITERALS = (
     "Killed", "Segmentation fault", "Aborted", "Bus error", "Illegal instruction",
     "Floating point exception", "core dumped", "Fatal Python error", "terminate called",
     "hit an exception", "Received sigquit", "SIGQUIT received", "crashed with exit code",
-    "xit code", "xitcode", "xit status", "xited with code", "xit Code",
+    "xit code", "xitcode", "xit status", "xited with code", "xit Code", "xited with status",
+    "panicked at", "panic: ", "CrashLoopBackOff", "OOMKilled", "ImagePullBackOff",
+    "ErrImagePull", "Back-off restarting failed", "signal terminated program",
 )  # fmt: skip
 ERROR_LITERALS = ("error: ", "Error: ", "ERROR", "FATAL", "CRITICAL", "Assertion `", "level=error",
                   '"level":"error"', '"level": "error"', "CUDA error", "NCCL error")  # fmt: skip
 GLOG_LITERALS = tuple(f"{level}{month:02d}" for level in "EF" for month in range(1, 13))
+# what the tools around a launch print when they fail (TOOL_ERROR), and a Python traceback's
+# header or chain marker with no exception after it (a paste cut there)
+TOOL_LITERALS = ("command not found", ": not found", "Error response from daemon", "curl: (",
+                 "ssh: connect to host", "ssh: Could not resolve", "fatal: ",
+                 "NVIDIA-SMI has failed", "No devices were found", "npm ERR!", "failed to start",
+                 "imeout waiting for", "imed out waiting for", "did not start within",
+                 "exited unexpectedly", ": *** ", "nvcc fatal", "ninja: build stopped")  # fmt: skip
+TRACEBACK_LITERALS = ("Traceback (most recent call last)", "During handling of the above exc",
+                      "The above exception was the direct cause")  # fmt: skip
 # what the shell, CPython and the C++ runtime print when a process dies
 DEATH = LazyPattern(
     r"(?:^|: line \d+: +\d+ +|\[\d+\][+-]? +)"
@@ -53,6 +67,16 @@ DEATH = LazyPattern(
     r"|\(core dumped\)|Fatal Python error: |terminate called (?:after throwing|without an active)"
     r"| hit an exception|Received sigquit|SIGQUIT received|crashed with exit code"
     r"|\bKilled process \d+"
+    # Rust's default panic hook (std/src/panicking.rs; SGLang's router is Rust) and Go's
+    # runtime (runtime/panic.go printpanics)
+    r"|\bthread '[^'\n]*' panicked at |^panic: "
+    # the kubelet's container reasons (pkg/kubelet/container/sync_result.go,
+    # pkg/kubelet/images/types.go; the runtime's OOMKilled) and its back-off event
+    r"|\b(?:CrashLoopBackOff|OOMKilled|ImagePullBackOff|ErrImagePull)\b"
+    r"|Back-off restarting failed container"
+    # gcc's driver when the compiler it ran was killed (gcc.cc: `%s signal terminated program
+    # %s`): a kernel build out of memory
+    r"|\bsignal terminated program \S"
 )
 # a non-zero exit status (docker, kubectl, torch elastic, subprocess, systemd)
 EXIT_STATUS = LazyPattern(
@@ -63,6 +87,31 @@ ARGPARSE_ERROR = LazyPattern(r"^(?:[\w./\- ]+: )?error: \S")
 # `Error: ...` opening a line or a logger record's message (`http_utils.py:153 - Error: ...`)
 ERROR_LINE = LazyPattern(r"(?:^\W{0,4}|\s-\s)(?:Error|ERROR|error)(?: \w+)?: \S")
 DEVICE_ASSERT = LazyPattern(r"Assertion `.+` failed")
+# bash (execute_cmd.c `%s: command not found`), zsh, dash (`sh: 1: x: not found`), docker's
+# CLI (`Error response from daemon: `), OpenSSH (sshconnect.c),
+# git (usage.c die: `fatal: `), nvidia-smi without a driver, npm
+TOOL_ERROR = LazyPattern(
+    r"(?:^|: )(?:line \d+: )?[^\s:]+: command not found\s*$|^(?:zsh: )?command not found: \S"
+    r"|^\S+: \d+: [^:]+: not found\s*$|Error response from daemon: \S"
+    r"|^ssh: (?:connect to host |Could not resolve hostname )|^fatal: \S"
+    r"|^NVIDIA-SMI has failed |^No devices were found\s*$|^npm ERR! "
+    # a kernel built from source: GNU make (job.c `*** [%s] Error %d`), nvcc, ninja (build.cc)
+    r"|^\S*make(?:\[\d+\])?: \*\*\* |\bnvcc fatal\s*: |^ninja: build stopped: "
+    # a launcher's or harness's word that the server never came up (SGLang's own test_utils
+    # popen_launch_server: `Server failed to start within the timeout period`)
+    r"|\b[Ss]erver failed to start\b|\bfailed to start (?:within|in|after) \S"
+    r"|\bT(?:imeout|imed out) waiting for (?:the )?(?:server|worker|engine|health)"
+    r"|\bt(?:imeout|imed out) waiting for (?:the )?(?:server|worker|engine|health)"
+    r"|\bdid not start within\b|\bexited unexpectedly\b"
+)
+# curl's failed request (src/tool_operate.c: `curl: (%d) %s`): a client's, as a health poll
+# while the server starts prints it
+CLIENT_TOOL = LazyPattern(r"^curl: \(\d+\) \S")
+TRACEBACK_MARK = LazyPattern(
+    r"^(?:Traceback \(most recent call last\):|During handling of the above exception, another"
+    r" exception occurred:|The above exception was the direct cause of the following exception:)"
+    r"\s*$"
+)
 LEVEL = LazyPattern(
     r"(?:^|[\s\[|(])(?:ERROR|FATAL|CRITICAL)(?:[\]\s|):,]|$)"
     r'|\blevel=(?:error|fatal|critical)\b|"level": ?"(?:error|fatal|critical)"'
@@ -128,7 +177,8 @@ def _catalog_index() -> tuple[tuple[str, ...], tuple[int, ...], dict[str, int]]:
 def signal_literals() -> tuple[str, ...]:
     """Every literal a failure signal holds: the fast path feeds the lines holding one."""
     keys = _catalog_index()[0]
-    return (*DEATH_LITERALS, *ERROR_LITERALS, *GLOG_LITERALS, *NAME_PREFIXES, *keys)
+    return (*DEATH_LITERALS, *ERROR_LITERALS, *GLOG_LITERALS, *TOOL_LITERALS,
+            *TRACEBACK_LITERALS, *NAME_PREFIXES, *keys)  # fmt: skip
 
 
 @cache
@@ -184,10 +234,16 @@ def signal_of(line: Line) -> FailureSignal | None:
         return FailureSignal(line, "argparse")
     if ERROR_LINE.search(body):
         return FailureSignal(line, "error")
+    if TRACEBACK_MARK.match(body.strip()):
+        return FailureSignal(line, "traceback")
     if "CUDA error" in text or "NCCL error" in text:
         return FailureSignal(line, "cuda" if "CUDA error" in text else "nccl")
     if LEVEL.search(text):
         return FailureSignal(line, "level")
+    if TOOL_ERROR.search(body):
+        return FailureSignal(line, "error")
+    if CLIENT_TOOL.match(body.strip()):
+        return FailureSignal(line, "client")
     return None
 
 

@@ -17,7 +17,8 @@ UNNAMED = ("error", "level")  # kinds whose line may hold an SGLang message
 MAX_WRAPPERS = 3  # `prefix: Type: message` layers tried for an SGLang message
 MIN_MESSAGE = 24  # shorter texts fit too many of SGLang's messages
 # the signal that best tells the failure first; within a kind, the first line
-KIND_ORDER = ("catalog", "device_assert", "death", "argparse", "cuda", "nccl", "error", "level")
+KIND_ORDER = ("catalog", "device_assert", "death", "argparse", "cuda", "nccl", "error", "traceback",
+              "level", "client")  # fmt: skip
 KIND_TITLES = {
     "device_assert": ("cuda_error", "A CUDA kernel's device-side assertion failed"),
     "death": ("silent_death", "A process died"),
@@ -26,6 +27,8 @@ KIND_TITLES = {
     "nccl": ("nccl_distributed", "An NCCL error"),
     "error": ("unknown", "An error no rule recognises"),
     "level": ("unknown", "An error line no rule recognises"),
+    "traceback": ("unknown", "A Python traceback cut before its exception"),
+    "client": ("client_error", "A client's request to the server failed"),
     "usage": ("argparse_invalid", "SGLang printed its usage: it refused the command"),
 }
 NEXT_EVIDENCE = {
@@ -35,6 +38,8 @@ NEXT_EVIDENCE = {
     " it names the argument SGLang refused.",
     "argparse": "Compare the command with `python -m sglang.launch_server --help` of the"
     " installed release.",
+    "traceback": "Collect the lines after the traceback's header down to its exception line:"
+    " the exception names the failure.",
 }
 DEFAULT_NEXT = (
     "Collect the full log from the launch command to this line (the traceback above it, if"
@@ -150,6 +155,8 @@ def signal_incident(log: ScannedLog, signal: FailureSignal, site: object | None 
 
 
 def _is_client(signal: FailureSignal) -> bool:
+    if signal.kind == "client":
+        return True
     return signal.entry is not None and catalog_entries()[signal.entry].rule_class == "client_error"
 
 
