@@ -31,6 +31,7 @@ from analyzer.cli_usage import (
 from analyzer.core.collector import before_exit, long_lived
 from analyzer.core.output import write_output
 from analyzer.core.read import InputError
+from analyzer.formats.format_registry import REPORT_FORMATS
 from analyzer.rulebook.vocabulary import RuleError
 from analyzer.sglang.catalog import CatalogError
 
@@ -45,15 +46,8 @@ app = typer.Typer(
 app.add_typer(catalog_app, name="catalog", help="Build or inspect SGLang flag catalogs.")
 
 
-class Format(str, Enum):
-    terminal = "terminal"
-    plain = "plain"
-    json = "json"
-    html = "html"
-    markdown = "markdown"
-    junit = "junit"
-    github = "github"
-    command = "command"
+# --format's choices: the report formats of analyzer/formats/format_registry.py
+Format = Enum("Format", [(name, name) for name in REPORT_FORMATS], type=str)
 
 
 class FailOn(str, Enum):
@@ -61,9 +55,6 @@ class FailOn(str, Enum):
     error = "error"
     warning = "warning"
     info = "info"
-
-
-SHARE_FORMATS = (Format.html, Format.markdown, Format.junit, Format.github)
 
 
 class InputFormat(str, Enum):
@@ -170,17 +161,17 @@ def analyze(
         from analyzer.pipeline import analyze, charted
 
     with one_line_errors(debug):
+        targets = {"html": html, "markdown": markdown, "junit": junit}
         options = _options(
             rules, command, command_file, sglang_version, no_redact, input_format, verify, session
         )
-        # the HTML page charts each log's decode metrics
-        run = charted if format is Format.html or html is not None else analyze
+        # a format that charts each log's decode metrics needs them read (format_registry)
+        run = charted if _reads_metrics(targets, format.value) else analyze
         report = run(paths, options)
         _emit(report, format, output, paths)
         if html or markdown or junit:
             from analyzer.formats.ci import write_reports
 
-            targets = {"html": html, "markdown": markdown, "junit": junit}
             write_reports(report, targets, paths, "info")
         if verify:
             _verify_corrections(report)
@@ -230,30 +221,18 @@ def _command_text(command: str | None, command_file: Path | None) -> str | None:
         raise InputError(f"{command_file}: cannot read ({exc.strerror or exc})") from None
 
 
-def _emit(report, format: Format, output: Path | None, inputs: list[str]) -> None:
-    if format in SHARE_FORMATS:
-        from analyzer.formats.ci import render_report
+def _reads_metrics(targets: dict[str, Path | None], *names: str) -> bool:
+    """True when a format asked for (a file target or --format) charts the decode metrics."""
+    asked = [*names, *(name for name, path in targets.items() if path is not None)]
+    return any(REPORT_FORMATS[name].reads_metrics for name in asked)
 
-        _write(render_report(report, format.value, "info"), output, inputs)
-        return
-    if format is Format.json:
-        from analyzer.formats.json_report import render_json
 
-        _write(render_json(report), output, inputs)
+def _emit(report, format: Enum, output: Path | None, inputs: list[str]) -> None:
+    entry = REPORT_FORMATS[format.value]
+    if entry.console and output is None and _colour_wanted():
+        entry.show(report)
         return
-    if format is Format.command:
-        root = report.incidents[0] if report.incidents else None
-        corrected = root.corrected_command if root is not None else None
-        _write(f"{corrected}\n" if corrected else "", output, inputs)
-        return
-    from analyzer.formats.terminal import render_plain, render_rich
-
-    if format is Format.terminal and output is None and _colour_wanted():
-        from rich.console import Console
-
-        render_rich(report, Console(highlight=False, soft_wrap=False))
-        return
-    _write(render_plain(report), output, inputs)
+    _write(entry.render(report, "info"), output, inputs)
 
 
 def _colour_wanted() -> bool:
@@ -300,11 +279,11 @@ def ci(
     from analyzer.pipeline import analyze, charted
 
     with one_line_errors(debug):
+        reports = {"html": html, "markdown": markdown, "junit": junit, "json": json}
         options = _options(
             rules, command, command_file, sglang_version, no_redact, input_format, verify, session
         )
-        report = (charted if html is not None else analyze)(paths, options)
-        reports = {"html": html, "markdown": markdown, "junit": junit, "json": json}
+        report = (charted if _reads_metrics(reports) else analyze)(paths, options)
         code = post_mortem(report, CiRun(paths, reports, fail_on.value, summary))
     raise typer.Exit(code)
 

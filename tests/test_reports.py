@@ -20,6 +20,7 @@ from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 from analyzer.core.model import Report
 from analyzer.formats.ci import CiRun, post_mortem
+from analyzer.formats.format_registry import REPORT_FORMATS
 from analyzer.formats.github import escape_data, escape_property, render_annotations
 from analyzer.formats.html import render_html
 from analyzer.formats.junit import render_junit
@@ -53,11 +54,16 @@ def _extension(suffix: str) -> type[SingleFileSnapshotExtension]:
     )
 
 
+RENDERERS = {
+    "html": render_html,
+    "markdown": render_markdown,
+    "junit": render_junit,
+    "github": lambda r: render_annotations(r, ROOT),
+}
+# each snapshot file has its format's extension in formats/format_registry.py
 FORMATS = {
-    "html": (render_html, _extension("html")),
-    "markdown": (render_markdown, _extension("md")),
-    "junit": (render_junit, _extension("xml")),
-    "github": (lambda r: render_annotations(r, ROOT), _extension("txt")),
+    name: (render, _extension(str(REPORT_FORMATS[name].extension)))
+    for name, render in RENDERERS.items()
 }
 
 

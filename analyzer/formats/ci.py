@@ -2,8 +2,8 @@
 
 It analyzes the logs, writes the report files asked for, appends the Markdown summary to
 `$GITHUB_STEP_SUMMARY`, prints GitHub annotations when `GITHUB_ACTIONS=true`, and turns the
-worst severity into the exit code (`--fail-on`). Renderers are imported only for the formats
-asked for, so a run without `--html` never imports jinja2.
+worst severity into the exit code (`--fail-on`). Renderers come from the format registry,
+which imports only those of the formats asked for: a run without `--html` never imports jinja2.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import TextIO
 
 from analyzer.core.model import Report
 from analyzer.core.output import write_output
+from analyzer.formats.format_registry import report_format
 from analyzer.formats.report_text import at_least
 
 EXIT_CLEAN = 0
@@ -24,40 +25,19 @@ EXIT_FAILED = 1
 DEFAULT_FAIL_ON = "error"
 
 
-def render_report(report: Report, format_name: str, fail_on: str = DEFAULT_FAIL_ON) -> str:
-    """One report format as text: html, markdown, junit, github or json."""
-    if format_name == "html":
-        from analyzer.formats.html import render_html
-
-        return render_html(report)
-    if format_name == "markdown":
-        from analyzer.formats.markdown import render_markdown
-
-        return render_markdown(report)
-    if format_name == "junit":
-        from analyzer.formats.junit import render_junit
-
-        return render_junit(report, fail_on)
-    if format_name == "github":
-        from analyzer.formats.github import render_annotations
-
-        return render_annotations(report)
-    if format_name == "json":
-        from analyzer.formats.json_report import render_json
-
-        return render_json(report)
-    raise ValueError(f"unknown report format {format_name!r}")
-
-
 def write_reports(
     report: Report, targets: Mapping[str, Path | None], inputs: list[str], fail_on: str
 ) -> list[Path]:
-    """Write each requested format to its file (see core/output.py; never over an input)."""
+    """Write each requested format to its file (see core/output.py; never over an input):
+    the share formats of formats/format_registry.py."""
     written = []
     for format_name, path in targets.items():
         if path is None:
             continue
-        write_output(path, render_report(report, format_name, fail_on), inputs)
+        entry = report_format(format_name)
+        if not entry.share:
+            raise ValueError(f"{format_name} is not a report file format")
+        write_output(path, entry.render(report, fail_on), inputs)
         written.append(path)
     return written
 

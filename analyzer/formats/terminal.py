@@ -85,6 +85,12 @@ def render_plain(report: Report) -> str:
     return "\n".join(out) + "\n"
 
 
+def render_command(report: Report) -> str:
+    """Only the root cause's corrected command, for scripts; nothing when there is none."""
+    corrected = report.incidents[0].corrected_command if report.incidents else None
+    return f"{corrected}\n" if corrected else ""
+
+
 def _plain_incident(index: int, incident: Incident) -> list[str]:
     out = [f"[{index}] {incident.severity.upper()} {incident.rule_class}: {clean(incident.title)}"]
     where = f"    at {_where(incident)}"
