@@ -40,7 +40,7 @@ def _root(tmp_path: Path, lines: list[str]):
 def test_every_catalog_entry_has_a_class_advice_and_its_source():
     entries = catalog_entries()
     assert {e.kind for e in entries} >= {"cuda", "nccl", "torch", "linker", "triton",
-                                         "transformers", "huggingface_hub"}  # fmt: skip
+                                         "transformers", "huggingface_hub", "libc"}  # fmt: skip
     for entry in entries:
         assert entry.rule_class in CLASSES, entry
         # the CUDA runtime's and NCCL's generic strings are searched as torch prints them
@@ -93,6 +93,15 @@ def test_a_gpu_index_beyond_the_visible_ones_points_at_the_gpu_flags():
         ("nvcc fatal   : Unsupported gpu architecture 'compute_100a'", "error"),
         ("ninja: build stopped: subcommand failed.", "error"),
         ("c++: fatal error: Killed signal terminated program cc1plus", "death"),
+        ("*** SIGSEGV received at time=1700000000 on cpu 3 ***", "death"),
+        ("Memory access fault by GPU node-2 (Agent handle: 0x55d5) on address 0x7f00.", "death"),
+        ("The actor died unexpectedly before finishing this task.", "death"),
+        ("[E socket.cpp:957] [c10d] The client socket has timed out after 600s", "level"),
+        ("ray.exceptions.RayTaskError(RuntimeError): ray::Worker.run() (pid=123)", "error"),
+        ("HTTP/1.1 503 Service Unavailable", "client"),
+        ('{"object":"error","message":"The server is overloaded","code":503}', "client"),
+        ("double free or corruption (!prev)", "catalog"),
+        ("OSError: [Errno 28] No space left on device: '/root/.cache/x'", "catalog"),
         ("curl: (7) Failed to connect to localhost port 30000: Connection refused", "client"),
     ],
 )
@@ -118,6 +127,9 @@ def test_each_kind_of_failure_line_is_a_signal(text, kind):
         "[2026-03-02 10:00:00] Timeout waiting for response from the router; retrying",
         "The pod restarted once (OOMKilledCount: 0 in the dashboard is a metric name)",
         "  File \"/x/sglang/srt/managers/scheduler.py\", line 1, in run",
+        "[W socket.cpp:464] [c10d] The server socket has failed to bind, retrying",
+        '[2026-03-02 10:00:00] INFO:     127.0.0.1:5000 - "POST /generate HTTP/1.1" 200 OK',
+        "HTTP/1.1 200 OK",
     ],
 )
 def test_what_is_not_a_failure_is_no_signal(text):

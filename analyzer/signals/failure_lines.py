@@ -46,6 +46,7 @@ DEATH_LITERALS = (
     "xit code", "xitcode", "xit status", "xited with code", "xit Code", "xited with status",
     "panicked at", "panic: ", "CrashLoopBackOff", "OOMKilled", "ImagePullBackOff",
     "ErrImagePull", "Back-off restarting failed", "signal terminated program",
+    "received at time=", "Memory access fault by GPU", "died unexpectedly",
 )  # fmt: skip
 ERROR_LITERALS = ("error: ", "Error: ", "ERROR", "FATAL", "CRITICAL", "Assertion `", "level=error",
                   '"level":"error"', '"level": "error"', "CUDA error", "NCCL error")  # fmt: skip
@@ -56,7 +57,10 @@ TOOL_LITERALS = ("command not found", ": not found", "Error response from daemon
                  "ssh: connect to host", "ssh: Could not resolve", "fatal: ",
                  "NVIDIA-SMI has failed", "No devices were found", "npm ERR!", "failed to start",
                  "imeout waiting for", "imed out waiting for", "did not start within",
-                 "exited unexpectedly", ": *** ", "nvcc fatal", "ninja: build stopped")  # fmt: skip
+                 "exited unexpectedly", ": *** ", "nvcc fatal", "ninja: build stopped",
+                 "Error(", "HTTP/1", "Bad Gateway", "Service Unavailable",
+                 "Internal Server Error", "Gateway Time", '"object":"error"',
+                 '"object": "error"', "[E ", "[F ", "[E0", "[E1", "[F0", "[F1")  # fmt: skip
 TRACEBACK_LITERALS = ("Traceback (most recent call last)", "During handling of the above exc",
                       "The above exception was the direct cause")  # fmt: skip
 # what the shell, CPython and the C++ runtime print when a process dies
@@ -77,6 +81,10 @@ DEATH = LazyPattern(
     # gcc's driver when the compiler it ran was killed (gcc.cc: `%s signal terminated program
     # %s`): a kernel build out of memory
     r"|\bsignal terminated program \S"
+    # abseil's failure signal handler (failure_signal_handler.cc), ROCr's GPU memory fault,
+    # Ray's and others' word that a worker or actor died
+    r"|\*\*\* SIG[A-Z]+ received at time=|\bMemory access fault by GPU node-\d"
+    r"|\bdied unexpectedly\b"
 )
 # a non-zero exit status (docker, kubectl, torch elastic, subprocess, systemd)
 EXIT_STATUS = LazyPattern(
@@ -103,10 +111,18 @@ TOOL_ERROR = LazyPattern(
     r"|\bT(?:imeout|imed out) waiting for (?:the )?(?:server|worker|engine|health)"
     r"|\bt(?:imeout|imed out) waiting for (?:the )?(?:server|worker|engine|health)"
     r"|\bdid not start within\b|\bexited unexpectedly\b"
+    # an exception line with its wrapped cause (Ray's `RayTaskError(RuntimeError): `)
+    r"|^[\w.]*Error\([\w.]+\): \S"
 )
 # curl's failed request (src/tool_operate.c: `curl: (%d) %s`): a client's, as a health poll
 # while the server starts prints it
-CLIENT_TOOL = LazyPattern(r"^curl: \(\d+\) \S")
+CLIENT_TOOL = LazyPattern(
+    r"^curl: \(\d+\) \S"
+    # a server's 5xx as a client shows it: the status line, the reason alone, an OpenAI-style
+    # error object (SGLang's ErrorResponse: `"object": "error"`)
+    r"|^HTTP/\d(?:\.\d)? 5\d\d\b|^5\d\d (?:Internal Server Error|Bad Gateway|Service Unavailable"
+    r"|Gateway Time-?out)\b|\"object\": ?\"error\"|\"detail\": ?\"Internal Server Error\""
+)
 TRACEBACK_MARK = LazyPattern(
     r"^(?:Traceback \(most recent call last\):|During handling of the above exception, another"
     r" exception occurred:|The above exception was the direct cause of the following exception:)"
@@ -116,6 +132,8 @@ LEVEL = LazyPattern(
     r"(?:^|[\s\[|(])(?:ERROR|FATAL|CRITICAL)(?:[\]\s|):,]|$)"
     r'|\blevel=(?:error|fatal|critical)\b|"level": ?"(?:error|fatal|critical)"'
     r"|^[EF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ "
+    # c10's own log lines (c10/util/Logging.cpp without glog): `[E socket.cpp:957] ...`
+    r"|(?:^|[\s:])\[[EF](?:\d{4} [\d:.]+(?: +\d+)?)? ?[\w./-]+\.\w+:\d+\]"
 )
 QUIET_LEVEL = LazyPattern(
     r"(?:^|[\s\[|(])(?:WARNING|WARN|INFO|DEBUG|TRACE)(?:[\]\s|):,]|$)|\w+Warning: "
@@ -242,7 +260,7 @@ def signal_of(line: Line) -> FailureSignal | None:
         return FailureSignal(line, "level")
     if TOOL_ERROR.search(body):
         return FailureSignal(line, "error")
-    if CLIENT_TOOL.match(body.strip()):
+    if CLIENT_TOOL.search(body.strip()):
         return FailureSignal(line, "client")
     return None
 

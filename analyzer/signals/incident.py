@@ -13,7 +13,7 @@ from collections.abc import Callable
 from analyzer.core.model import FailureSignal, Incident, Line, ScannedLog, Traceback
 from analyzer.signals.failure_lines import catalog_entries
 
-UNNAMED = ("error", "level")  # kinds whose line may hold an SGLang message
+UNNAMED = ("error", "level", "client")  # kinds whose line may hold an SGLang message
 MAX_WRAPPERS = 3  # `prefix: Type: message` layers tried for an SGLang message
 MIN_MESSAGE = 24  # shorter texts fit too many of SGLang's messages
 # the signal that best tells the failure first; within a kind, the first line
@@ -76,7 +76,9 @@ def unexplained_signal(
     # beside a death or stall notice too: its cause may be an SGLang message shown alone
     if signal is None and not clients or signal is not None and signal.kind in UNNAMED:
         errors = error_catalog_for(release)
-        lines = [signal.line] if signal else log.tail
+        # with the signal's line, what the paste stage opened out of it (an error body's
+        # message: a line of the same number)
+        lines = [signal.line, *_opened(signal.line, log.tail)] if signal else log.tail
         shown = sglang_message(lines, errors) if errors else None
         if shown is not None:
             log.tracebacks.append(shown)
@@ -154,6 +156,10 @@ def signal_incident(log: ScannedLog, signal: FailureSignal, site: object | None 
     )
 
 
+def _opened(line: Line, tail: list[Line]) -> list[Line]:
+    return [ln for ln in tail if ln.number == line.number and ln.text != line.text]
+
+
 def _is_client(signal: FailureSignal) -> bool:
     if signal.kind == "client":
         return True
@@ -163,7 +169,7 @@ def _is_client(signal: FailureSignal) -> bool:
 def _kind_name(kind: str) -> str:
     return {"cuda": "the CUDA runtime", "nccl": "NCCL", "torch": "torch", "linker":
             "the dynamic linker", "triton": "Triton", "transformers": "transformers",
-            "huggingface_hub": "huggingface_hub"}.get(kind, kind)  # fmt: skip
+            "huggingface_hub": "huggingface_hub", "libc": "the C library"}.get(kind, kind)  # fmt: skip
 
 
 def _shown(line: Line) -> str:

@@ -11,6 +11,8 @@ Each entry is a message as its source writes it, the literal the signal stage se
 - torch's C++ errors: the strings of libc10_cuda.so / libtorch_cuda.so that open its CUDA
   out-of-memory, NCCL and cuBLAS/cuDNN errors;
 - glibc's dynamic linker: `strings` of ld.so;
+- glibc's heap-corruption aborts (`strings` of libc.so.6) and the strerror texts of a few
+  errno values that mean the machine failed (a full disk, no memory, too many open files);
 - Python raise sites (ast) of triton, torch.cuda / torch.distributed, transformers and
   huggingface_hub: the messages of their resource, compile and loading errors.
 
@@ -138,6 +140,30 @@ LINKER_STRINGS = (
     r"^cannot enable executable stack as shared object requires$",
     r"^(?:weak )?version `%s' not found \(required by %s\)$",
 )  # fmt: skip
+# glibc's heap checks (malloc/malloc.c malloc_printerr): the process aborts right after
+HEAP_STRINGS = r"^(?:(?:malloc|free|realloc|calloc|munmap_chunk|malloc_consolidate)\(\): |double free or corruption|corrupted (?:size|double-linked))"
+HEAP_ADVICE = (
+    "The process's heap was corrupted and glibc aborted it: a native extension's bug (a kernel"
+    " package built for another torch/CUDA, or a memory error in one); reinstall sgl-kernel /"
+    " flashinfer for this torch, rerun to see if it recurs, and report it with the command."
+)
+# errno values whose strerror text, shown alone, is a failure of the machine, not the command;
+# the texts are the C library's own (os.strerror), the choice and advice ours
+ERRNO_ADVICE = {
+    "ENOSPC": ("environment", "The disk is full: free space where the model, the cache"
+               " (HF_HOME, ~/.cache) and /tmp or /dev/shm live, or point them elsewhere."),
+    "EDQUOT": ("environment", "The disk quota is used up: free space or move HF_HOME and the"
+               " caches to a volume with room."),
+    "ENOMEM": ("environment", "The host (not the GPU) ran out of memory: stop other processes"
+               " or load less into host memory (CPU offload, workers); check `free -g`, dmesg."),
+    "EMFILE": ("environment", "Too many open files: raise `ulimit -n` for the server's shell."),
+    "ENFILE": ("environment", "The system's open-file table is full: raise fs.file-max or stop"
+               " other processes."),
+    "EROFS": ("environment", "A write went to a read-only file system: point the caches and"
+              " outputs at a writable folder."),
+    "EIO": ("environment", "The storage returned an I/O error: check the disk or network mount"
+            " the model is read from (dmesg)."),
+}
 # Python sources: (package-relative file[:only this function], class, advice, exception names
 # kept or None: any)
 PYTHON_SOURCES = [
@@ -261,6 +287,29 @@ def linker_entries() -> Iterator[dict[str, str]]:
            "kind": "linker"}  # fmt: skip
 
 
+def libc_entries() -> Iterator[dict[str, str]]:
+    """glibc's heap-corruption messages (strings of libc.so.6) and the strerror texts of
+    ERRNO_ADVICE's errno values (os.strerror: the C library's own)."""
+    import errno
+    import os
+
+    libc = next(
+        (p for p in (Path("/lib/x86_64-linux-gnu/libc.so.6"), Path("/lib64/libc.so.6"),
+                     Path("/lib/aarch64-linux-gnu/libc.so.6")) if p.exists()),
+        None,
+    )  # fmt: skip
+    if libc is not None:
+        for text in sorted(set(_strings(libc))):
+            if re.search(HEAP_STRINGS, text) and "%" not in text:
+                yield {"key": text, "message": text, "class": "runtime_crash",
+                       "advice": HEAP_ADVICE, "source": f"glibc {libc.name} malloc_printerr (strings)",
+                       "kind": "libc"}  # fmt: skip
+    for name, (rule_class, advice) in ERRNO_ADVICE.items():
+        text = os.strerror(getattr(errno, name))
+        yield {"key": text, "message": text, "class": rule_class, "advice": advice,
+               "source": f"C library strerror({name})", "kind": "libc"}  # fmt: skip
+
+
 def _template(node: ast.expr) -> str | None:
     """A raise's message as a template (`{}` for run-time values), if it is text."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -328,7 +377,7 @@ def python_entries(venv: Path) -> Iterator[dict[str, str]]:
 def build(venv: Path, cuda_home: Path) -> dict:
     entries = [
         *cuda_entries(cuda_home), *nccl_entries(venv), *torch_entries(venv),
-        *linker_entries(), *python_entries(venv),
+        *linker_entries(), *libc_entries(), *python_entries(venv),
     ]  # fmt: skip
     seen: set[str] = set()
     unique = []
@@ -338,7 +387,8 @@ def build(venv: Path, cuda_home: Path) -> dict:
             unique.append(entry)
     return {
         "how": "built by `python -m analyzer.signals.message_catalog_build` from the installed"
-        " CUDA runtime, NCCL, torch, triton, transformers, huggingface_hub and glibc's ld.so",
+        " CUDA runtime, NCCL, torch, triton, transformers, huggingface_hub and glibc's ld.so"
+        " and libc",
         "entries": unique,
     }
 
