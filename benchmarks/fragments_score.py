@@ -35,6 +35,7 @@ from benchmarks.wild_score import (  # noqa: E402
     load_cases,
     predict,
 )
+from tests.fixture_cases import sidecar_cases  # noqa: E402
 
 FRAGMENTS = ROOT / "fixtures" / "fragments"
 HELD_OUT = FRAGMENTS / "held_out.txt"
@@ -52,12 +53,7 @@ def read_held_out() -> set[str]:
 
 def shapes() -> dict[str, str]:
     """Each case's paste shape, from its sidecar."""
-    import tomllib
-
-    return {
-        p.stem: tomllib.loads(p.read_text("utf-8"))["fixture"].get("shape", "")
-        for p in FRAGMENTS.glob("*.toml")
-    }
+    return {c.name: c.fixture.get("shape", "") for c in sidecar_cases(FRAGMENTS)}
 
 
 def figures(cases: list[Case], shape_of: dict[str, str] | None = None) -> dict:

@@ -29,17 +29,15 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import tomllib
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from analyzer.pipeline import Options, analyze  # noqa: E402
+from tests.fixture_cases import sidecar_cases  # noqa: E402
 
 WILD = ROOT / "fixtures" / "wild"
 NEGATIVE = ROOT / "fixtures" / "negative"
 HELD_OUT = WILD / "held_out.txt"
-INPUT_SUFFIXES = (".log", ".txt", ".json", ".jsonl")
 NOT_A_FAILURE = ("none", "client_error")
 # the verdicts that show a failure without claiming its cause
 NO_CAUSE = ("unknown", "startup_stall", "silent_death")
@@ -72,29 +70,15 @@ def read_held_out() -> set[str]:
     return {ln.strip() for ln in lines if ln.strip() and not ln.startswith("#")}
 
 
-def _input(sidecar: Path, fixture: dict) -> Path:
-    if "input" in fixture:
-        return sidecar.parent / fixture["input"]
-    for suffix in INPUT_SUFFIXES:
-        if sidecar.with_suffix(suffix).exists():
-            return sidecar.with_suffix(suffix)
-    if sidecar.with_suffix("").is_dir():
-        return sidecar.with_suffix("")
-    raise FileNotFoundError(f"{sidecar}: no input beside it")
-
-
 def load_cases(folder: Path, negative: bool = False) -> list[Case]:
     cases = []
-    for sidecar in sorted(folder.glob("*.toml")):
-        data = tomllib.loads(sidecar.read_text("utf-8"))
-        if "expect" not in data:
-            continue
-        fixture, expect = data.get("fixture", {}), data["expect"]
+    for case in sidecar_cases(folder):
+        fixture, expect = case.fixture, case.expect
         expected = "client_error" if expect.get("client_error") else expect["class"]
         cases.append(
             Case(
-                sidecar.stem,
-                _input(sidecar, fixture),
+                case.name,
+                case.input,
                 fixture.get("source", ""),
                 expected,
                 list(expect.get("flags", [])),
