@@ -45,7 +45,7 @@ def expectation(case: Case, report: Report) -> dict[str, Any]:
 
 def differences(expect: dict[str, Any], report: Report) -> dict[str, Any]:
     """The `[expect]` keys whose value differs from the report's, with the report's value
-    (a value TOML cannot hold, such as a missing line, is left for a person)."""
+    (a value TOML cannot hold, such as no corrected command, is left for a person)."""
     observed = _observed(expect, report)
     changes = {}
     for key in expect:
