@@ -32,14 +32,13 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import tomllib
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from analyzer.pipeline import Options, analyze  # noqa: E402
 from analyzer.sglang.verify import sglang_python, verify_commands  # noqa: E402
-from benchmarks.wild_score import NOT_A_FAILURE, WILD, _input, read_held_out  # noqa: E402
+from benchmarks.wild_score import NOT_A_FAILURE, WILD, read_held_out  # noqa: E402
+from tests.fixture_cases import read_sidecar, sidecar_cases  # noqa: E402
 
 FIXTURES = ROOT / "fixtures"
 FIXTURE_FOLDERS = ("real", "source")
@@ -76,31 +75,23 @@ def wild_cases() -> list[Case]:
     for sidecar in sorted(WILD.glob("*.toml")):
         if _sidecar_source(sidecar) in held:
             continue
-        data = tomllib.loads(sidecar.read_text("utf-8"))
-        if "expect" not in data or data["expect"].get("client_error"):
+        case = read_sidecar(sidecar)
+        if "expect" not in case.data or case.expect.get("client_error"):
             continue
-        expected = data["expect"]["class"]
+        expected = case.expect["class"]
         if expected in NOT_A_FAILURE:
             continue
-        cases.append(
-            Case(f"wild/{sidecar.stem}", _input(sidecar, data.get("fixture", {})), expected)
-        )
+        cases.append(Case(f"wild/{case.name}", case.input, expected))
     return cases
 
 
 def fixture_cases() -> list[Case]:
     cases = []
     for folder in FIXTURE_FOLDERS:
-        for sidecar in sorted((FIXTURES / folder).glob("*.toml")):
-            data = tomllib.loads(sidecar.read_text("utf-8"))
-            fixture, expect = data.get("fixture", {}), data.get("expect")
-            if not expect or expect.get("class", "none") in NOT_A_FAILURE:
+        for case in sidecar_cases(FIXTURES / folder):
+            if not case.expect or case.expect.get("class", "none") in NOT_A_FAILURE:
                 continue
-            given = fixture.get("command")
-            if fixture.get("command_in_log") or fixture.get("input_format"):
-                given = None
-            name = f"{folder}/{sidecar.stem}"
-            cases.append(Case(name, _input(sidecar, fixture), expect["class"], given))
+            cases.append(Case(case.id, case.input, case.expect["class"], case.user_command))
     return cases
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import sys
 from collections import Counter
 from pathlib import Path
@@ -34,7 +33,10 @@ from benchmarks.wild_score import (  # noqa: E402
     answer_right,
     load_cases,
     predict,
+    print_scoreboard,
+    table,
 )
+from tests.fixture_cases import sidecar_cases  # noqa: E402
 
 FRAGMENTS = ROOT / "fixtures" / "fragments"
 HELD_OUT = FRAGMENTS / "held_out.txt"
@@ -52,12 +54,7 @@ def read_held_out() -> set[str]:
 
 def shapes() -> dict[str, str]:
     """Each case's paste shape, from its sidecar."""
-    import tomllib
-
-    return {
-        p.stem: tomllib.loads(p.read_text("utf-8"))["fixture"].get("shape", "")
-        for p in FRAGMENTS.glob("*.toml")
-    }
+    return {c.name: c.fixture.get("shape", "") for c in sidecar_cases(FRAGMENTS)}
 
 
 def figures(cases: list[Case], shape_of: dict[str, str] | None = None) -> dict:
@@ -109,17 +106,17 @@ def run(with_held_out_cases: bool = False) -> dict:
 
 
 def render(result: dict) -> str:
-    rows = [
-        "| set | failure pastes | silent | class top-1, cause in paste (cases) "
-        "| cut before cause: no wrong cause (cases) | negatives | negatives clean |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
-    ]
+    header = ["set", "failure pastes", "silent", "class top-1, cause in paste (cases)",
+              "cut before cause: no wrong cause (cases)", "negatives", "negatives clean"]  # fmt: skip
+    sets = []
     for name in ("not_held_out", "held_out", "all"):
         s = result[name]
-        rows.append(
-            f"| {name} | {s['failures']} | {s['silent']} | {_pct(s['class_top1'])} ({s['class_cases']}) "
-            f"| {_pct(s['cut_answer'])} ({s['cut_cases']}) | {s['negatives']} | {_pct(s['negatives_clean'])} |"
-        )
+        sets.append([
+            name, str(s["failures"]), str(s["silent"]), f"{_pct(s['class_top1'])} ({s['class_cases']})",
+            f"{_pct(s['cut_answer'])} ({s['cut_cases']})", str(s["negatives"]),
+            _pct(s["negatives_clean"]),
+        ])  # fmt: skip
+    rows = table(header, sets)
     by_shape = result["not_held_out"]["silent_by_shape"]
     if by_shape:
         rows.append("")
@@ -137,15 +134,7 @@ def main() -> None:
     parser.add_argument("--held-out-cases", action="store_true", help="list held-out cases too")
     args = parser.parse_args()
     result = run(with_held_out_cases=args.held_out_cases)
-    if args.json:
-        print(json.dumps(result, indent=2, sort_keys=True))
-    elif args.cases:
-        for c in result["cases"]:
-            ok = "ok " if c["ok"] else "BAD"
-            marks = ("H" if c["held_out"] else " ") + (" " if c["cause_in_paste"] else "c")
-            print(f"{ok} {marks} {c['expected']:<22} {c['predicted']:<22} {c['case']}")
-    else:
-        print(render(result), end="")
+    print_scoreboard(result, args.json, args.cases, render)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from analyzer.core.model import Incident, severity_rank  # noqa: E402
 from analyzer.pipeline import Options, analyze  # noqa: E402
-from tests.fixture_cases import FixtureCase, fixture_cases  # noqa: E402
+from tests.fixture_cases import Case, fixture_cases  # noqa: E402
 
 REAL_FOLDERS = ("real", "versions")
 
@@ -62,7 +62,7 @@ class Score:
         )
 
 
-def real_cases() -> list[FixtureCase]:
+def real_cases() -> list[Case]:
     return [c for c in fixture_cases() if c.sidecar.parent.name in REAL_FOLDERS]
 
 
@@ -72,7 +72,7 @@ def _root(incidents: list[Incident]) -> Incident | None:
     return failures[0] if failures else None
 
 
-def _judge(case: FixtureCase, root: Incident | None) -> tuple[bool, bool | None]:
+def _judge(case: Case, root: Incident | None) -> tuple[bool, bool | None]:
     expect = case.expect
     predicted = root.rule_class if root else "none"
     flags_ok = None
@@ -81,7 +81,7 @@ def _judge(case: FixtureCase, root: Incident | None) -> tuple[bool, bool | None]
     return predicted == expect["class"], flags_ok
 
 
-def score(cases: list[FixtureCase], verbose: bool = False) -> tuple[Score, Score]:
+def score(cases: list[Case], verbose: bool = False) -> tuple[Score, Score]:
     """(the analyzer as shipped, the error catalog alone)."""
     shipped, alone = Score(), Score()
     for case in cases:

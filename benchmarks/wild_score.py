@@ -26,20 +26,19 @@ import argparse
 import hashlib
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from analyzer.pipeline import Options, analyze  # noqa: E402
+from tests.fixture_cases import sidecar_cases  # noqa: E402
 
 WILD = ROOT / "fixtures" / "wild"
 NEGATIVE = ROOT / "fixtures" / "negative"
 HELD_OUT = WILD / "held_out.txt"
-INPUT_SUFFIXES = (".log", ".txt", ".json", ".jsonl")
 NOT_A_FAILURE = ("none", "client_error")
 # the verdicts that show a failure without claiming its cause
 NO_CAUSE = ("unknown", "startup_stall", "silent_death")
@@ -72,29 +71,15 @@ def read_held_out() -> set[str]:
     return {ln.strip() for ln in lines if ln.strip() and not ln.startswith("#")}
 
 
-def _input(sidecar: Path, fixture: dict) -> Path:
-    if "input" in fixture:
-        return sidecar.parent / fixture["input"]
-    for suffix in INPUT_SUFFIXES:
-        if sidecar.with_suffix(suffix).exists():
-            return sidecar.with_suffix(suffix)
-    if sidecar.with_suffix("").is_dir():
-        return sidecar.with_suffix("")
-    raise FileNotFoundError(f"{sidecar}: no input beside it")
-
-
 def load_cases(folder: Path, negative: bool = False) -> list[Case]:
     cases = []
-    for sidecar in sorted(folder.glob("*.toml")):
-        data = tomllib.loads(sidecar.read_text("utf-8"))
-        if "expect" not in data:
-            continue
-        fixture, expect = data.get("fixture", {}), data["expect"]
+    for case in sidecar_cases(folder):
+        fixture, expect = case.fixture, case.expect
         expected = "client_error" if expect.get("client_error") else expect["class"]
         cases.append(
             Case(
-                sidecar.stem,
-                _input(sidecar, fixture),
+                case.name,
+                case.input,
                 fixture.get("source", ""),
                 expected,
                 list(expect.get("flags", [])),
@@ -213,17 +198,40 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.0f}%"
 
 
+def table(header: list[str], rows: list[list[str]]) -> list[str]:
+    """A scoreboard's Markdown table: the first column names, the others right-aligned."""
+    lines = [header, ["---", *["---:"] * (len(header) - 1)], *rows]
+    return ["| " + " | ".join(cells) + " |" for cells in lines]
+
+
+def print_scoreboard(
+    result: dict, as_json: bool, cases: bool, render: Callable[[dict], str]
+) -> None:
+    """A scoreboard as JSON, one line per case (`H` held out, `c` cut before its cause), or
+    its tables."""
+    if as_json:
+        print(json.dumps(result, indent=2, sort_keys=True))
+    elif cases:
+        for c in result["cases"]:
+            ok = "ok " if c["ok"] else "BAD"
+            marks = ("H" if c["held_out"] else " ") + (" " if c["cause_in_paste"] else "c")
+            print(f"{ok} {marks} {c['expected']:<22} {c['predicted']:<22} {c['case']}")
+    else:
+        print(render(result), end="")
+
+
 def render(result: dict) -> str:
-    rows = ["| set | cases | class top-1, cause in paste (cases) | cut before cause: no wrong cause (cases) "
-            "| flags (cases) | failures with no incident |",
-            "| --- | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
+    header = ["set", "cases", "class top-1, cause in paste (cases)",
+              "cut before cause: no wrong cause (cases)", "flags (cases)", "failures with no incident"]  # fmt: skip
+    sets = []
     for name in ("all", "not_held_out", "held_out", "held_out_high", "negatives"):
         s = result[name]
-        rows.append(
-            f"| {name} | {s['cases']} | {_pct(s['class_top1'])} ({s['class_cases']}) "
-            f"| {_pct(s['cut_answer'])} ({s['cut_cases']}) | {_pct(s['flags'])} "
-            f"({s['flags_cases']}) | {s['no_incident_on_failures']} |"
-        )
+        sets.append([
+            name, str(s["cases"]), f"{_pct(s['class_top1'])} ({s['class_cases']})",
+            f"{_pct(s['cut_answer'])} ({s['cut_cases']})", f"{_pct(s['flags'])} ({s['flags_cases']})",
+            str(s["no_incident_on_failures"]),
+        ])  # fmt: skip
+    rows = table(header, sets)
     fp = result["fatal_precision"]
     rows.append("")
     rows.append(
@@ -235,15 +243,17 @@ def render(result: dict) -> str:
         "per class (cases whose paste shows the cause), wild + negatives, and the held-out third alone:"
     )
     rows.append("")
-    rows.append("| class | cases | recall | precision | held out | recall | precision |")
-    rows.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     held = result["held_out"]["per_class"]
+    classes = []
     for name, s in result["with_negatives"]["per_class"].items():
         h = held.get(name, {"cases": 0, "recall": None, "precision": None})
-        rows.append(
-            f"| `{name}` | {s['cases']} | {_pct(s['recall'])} | {_pct(s['precision'])} "
-            f"| {h['cases']} | {_pct(h['recall'])} | {_pct(h['precision'])} |"
-        )
+        classes.append([
+            f"`{name}`", str(s["cases"]), _pct(s["recall"]), _pct(s["precision"]),
+            str(h["cases"]), _pct(h["recall"]), _pct(h["precision"]),
+        ])  # fmt: skip
+    rows += table(
+        ["class", "cases", "recall", "precision", "held out", "recall", "precision"], classes
+    )
     return "\n".join(rows) + "\n"
 
 
@@ -252,16 +262,7 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--cases", action="store_true")
     args = parser.parse_args()
-    result = run()
-    if args.json:
-        print(json.dumps(result, indent=2, sort_keys=True))
-    elif args.cases:
-        for c in result["cases"]:
-            ok = "ok " if c["ok"] else "BAD"
-            held = ("H" if c["held_out"] else " ") + (" " if c["cause_in_paste"] else "c")
-            print(f"{ok} {held} {c['expected']:<22} {c['predicted']:<22} {c['case']}")
-    else:
-        print(render(result), end="")
+    print_scoreboard(run(), args.json, args.cases, render)
 
 
 if __name__ == "__main__":

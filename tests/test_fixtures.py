@@ -1,6 +1,8 @@
 """The generic fixture runner: every fixture against its expectation sidecar.
 
 Adding a rule means adding a fixture and a sidecar (see fixtures/README.md), not a test.
+`LOGANALYZE_UPDATE_CASES=1` rewrites the `[expect]` values that differ from the report first
+(tests/case_update.py, docs/testing.md#updating-expectations).
 """
 
 from __future__ import annotations
@@ -8,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from analyzer.pipeline import Options, analyze
+from tests.case_update import expectation
 from tests.fixture_cases import fixture_cases
 
 CASES = fixture_cases()
@@ -20,7 +23,7 @@ def case(request):
 
 def test_fixture_meets_its_expectation(case):
     report = analyze([str(case.input)], Options(command=case.user_command))
-    expect = case.expect
+    expect = expectation(case, report)
     if expect["class"] == "none":
         assert_no_server_incident(report, expect.get("client_error"))
         return

@@ -3,9 +3,8 @@ its split is fixed, its sidecars say where each text comes from, and its negativ
 
 from __future__ import annotations
 
-import tomllib
-
 from benchmarks import fragments_score
+from tests.fixture_cases import Case, sidecar_cases
 from tests.test_wild_corpus import CLASSES
 
 SHAPES = {
@@ -14,11 +13,8 @@ SHAPES = {
 }  # fmt: skip
 
 
-def _sidecars() -> dict[str, dict]:
-    return {
-        p.stem: tomllib.loads(p.read_text("utf-8"))
-        for p in sorted(fragments_score.FRAGMENTS.glob("*.toml"))
-    }
+def _sidecars() -> dict[str, Case]:
+    return {case.name: case for case in sidecar_cases(fragments_score.FRAGMENTS)}
 
 
 def test_the_held_out_split_is_the_hash_of_the_names():
@@ -28,13 +24,13 @@ def test_the_held_out_split_is_the_hash_of_the_names():
 
 def test_the_corpus_has_its_size():
     sidecars = _sidecars()
-    negatives = [n for n, d in sidecars.items() if d["expect"]["class"] == "none"]
+    negatives = [n for n, c in sidecars.items() if c.expect["class"] == "none"]
     assert len(sidecars) - len(negatives) >= 150 and len(negatives) >= 40
 
 
 def test_every_sidecar_says_where_its_text_comes_from_and_what_it_shows():
-    for name, data in _sidecars().items():
-        fixture, expect = data["fixture"], data["expect"]
+    for name, case in _sidecars().items():
+        fixture, expect = case.fixture, case.expect
         assert fixture["origin"] in ("source", "documented-format"), name
         assert fixture["source"] and fixture["shape"] in SHAPES, name
         assert expect["class"] in CLASSES | {"unknown"}, name

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 
 import pytest
-import tomllib
 
 from analyzer.core.model import InputSummary, Line, Match
 from analyzer.engine.scan import scan_lines
@@ -33,11 +32,11 @@ CATALOG = load_catalog()
 RULES = {rule.id: rule for rule in load_rules()}
 LAUNCH = "python -m sglang.launch_server --model-path /models/Llama-3.1-8B-Instruct"
 INTENT = [c for c in fixture_cases() if c.sidecar.stem.startswith("intent_")]
-WITH_WARNINGS = [c for c in INTENT if "warnings" in tomllib.loads(c.sidecar.read_text("utf-8"))]
+WITH_WARNINGS = [c for c in INTENT if "warnings" in c.data]
 
 
 def _warnings_of(case) -> list[dict]:
-    return tomllib.loads(case.sidecar.read_text("utf-8"))["warnings"]
+    return case.data["warnings"]
 
 
 def _report(case):

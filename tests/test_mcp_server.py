@@ -15,12 +15,11 @@ import sys
 from typing import Any
 
 import anyio
-import tomllib
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 
 from analyzer.sglang.catalog import all_catalogs, load_catalog
-from tests.fixture_cases import FIXTURES, ROOT
+from tests.fixture_cases import FIXTURES, ROOT, read_sidecar
 
 # each description says when an agent should call the tool
 WHEN = {
@@ -82,8 +81,8 @@ async def refused(client: Client, tool: str, **arguments: Any) -> str:
 
 
 def test_tools_over_stdio(tmp_path):
-    sidecar = tomllib.loads(WITHOUT_COMMAND.with_suffix(".toml").read_text("utf-8"))
-    command = sidecar["fixture"]["command"]
+    sidecar = read_sidecar(WITHOUT_COMMAND.with_suffix(".toml"))
+    command = sidecar.fixture["command"]
     given = str(WITHOUT_COMMAND.with_suffix(".log").relative_to(ROOT))
     pasted = (ROOT / PASTED).read_bytes()
     expected = {
@@ -143,7 +142,7 @@ def test_tools_over_stdio(tmp_path):
     assert verdicts(got["command"]) == verdicts(expected["command"])
     assert (
         got["command"]["incidents"][0]["corrected_command"]
-        == sidecar["expect"]["corrected_command"]
+        == sidecar.expect["corrected_command"]
     )
     assert verdicts(got["paste"]) == verdicts(expected["paste"]) != []
     assert [s["path"] for s in got["paste"]["inputs"]] == ["<paste>"]

@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 import pytest
-import tomllib
 
 from analyzer.core.model import Report
 from analyzer.core.toml_data import shipped_toml
@@ -18,15 +17,17 @@ from analyzer.formats.terminal import render_plain
 from analyzer.nodes.node_logs import NodeLog, read_run
 from analyzer.nodes.skew import estimate
 from analyzer.pipeline import analyze
+from tests.fixture_cases import Case, read_sidecar
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = sorted((ROOT / "fixtures" / "multinode").glob("*/case.toml"))
 PEER_RULES = {"nccl-watchdog", "nccl-distributed", "child-died", "cuda-error"}
 
 
-def _case(sidecar: Path) -> tuple[dict, Report]:
-    data = tomllib.loads(sidecar.read_text("utf-8"))
-    return data, analyze([str(sidecar.parent)])
+def _case(sidecar: Path) -> tuple[Case, Report]:
+    """A folder's case: `[story]` is its expectation, `[multinode]` where it comes from."""
+    case = read_sidecar(sidecar, expect="story", fixture="multinode")
+    return case, analyze([str(case.input)])
 
 
 def test_there_are_the_shapes_the_issue_asks_for():
@@ -39,8 +40,8 @@ def test_there_are_the_shapes_the_issue_asks_for():
 
 @pytest.mark.parametrize("sidecar", CASES, ids=lambda p: p.parent.name)
 def test_the_first_incident_is_the_root_cause_and_consequences_point_at_it(sidecar: Path):
-    data, report = _case(sidecar)
-    story, cited = data["story"], data["multinode"]
+    case, report = _case(sidecar)
+    story, cited = case.expect, case.fixture
     assert cited["source"] and cited["note"]
     assert report.nodes, "a multi-node run lists its nodes"
     if story["root_rule"] == "none":
@@ -81,8 +82,8 @@ def test_the_json_names_nodes_and_stays_the_same_bytes(sidecar: Path):
 
 def test_skew_between_nodes_is_estimated_from_the_shared_startup_lines():
     for sidecar in CASES:
-        data, report = _case(sidecar)
-        expected = data["story"].get("skew")
+        case, report = _case(sidecar)
+        expected = case.expect.get("skew")
         if not expected:
             continue
         story = next(s for s in report.nodes if s.name == expected["node"])

@@ -12,12 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import tomllib
 
 from analyzer.pipeline import Options, analyze
 from benchmarks.fragments_score import read_held_out as fragments_held_out
 from benchmarks.wild_score import read_held_out
-from tests.fixture_cases import FIXTURES, _input_for
+from tests.fixture_cases import FIXTURES, sidecar_cases
 
 NO_FAILURE_SHOWN = {
     # dynamo waits for the worker's ready signal; the log ends there with no error line
@@ -32,23 +31,17 @@ def _cases() -> list[tuple[str, Path, dict, dict]]:
     held = read_held_out()
     held_fragments = {f"fragments/{name}" for name in fragments_held_out()}
     found = []
-    for sidecar in sorted(FIXTURES.rglob("*.toml")):
-        if "models" in sidecar.relative_to(FIXTURES).parts:
-            continue
-        data = tomllib.loads(sidecar.read_text("utf-8"))
-        fixture = data.get("fixture", {})
-        if "expect" not in data or fixture.get("source") in held:
-            continue
-        if "held_out" in sidecar.relative_to(FIXTURES).parts:
+    for case in sidecar_cases(FIXTURES, "**/*.toml"):
+        folders = Path(case.id).parts
+        if "models" in folders or "held_out" in folders or case.fixture.get("source") in held:
             continue
         try:
-            path = _input_for(sidecar, fixture)
+            path = case.input
         except FileNotFoundError:
             continue
-        name = str(sidecar.relative_to(FIXTURES).with_suffix(""))
-        if name in held_fragments:
+        if case.id in held_fragments:
             continue
-        found.append((name, path, fixture, data["expect"]))
+        found.append((case.id, path, case.fixture, case.expect))
     return found
 
 

@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import tomllib
 
 from analyzer.preflight import preflight
 from analyzer.preflight.folders import Folders, folder_problems
@@ -20,9 +19,10 @@ from analyzer.sglang.catalog import load_catalog
 from analyzer.sglang.error_catalog import load_error_catalog
 from analyzer.sglang.launch_command import parse_launch_command
 from analyzer.sglang.model_registry import load_model_registry, shipped_registry_versions
+from tests.fixture_cases import sidecar_cases
 
 ROOT = Path(__file__).resolve().parent.parent
-CASES = {p.stem: tomllib.loads(p.read_text("utf-8")) for p in (ROOT / "fixtures/preflight").glob("*.toml")}
+CASES = {c.name: c for c in sidecar_cases(ROOT / "fixtures/preflight", expect="preflight")}
 SGLANG_PYTHON = os.environ.get("LOGANALYZE_SGLANG_PYTHON")
 LAUNCH = "python -m sglang.launch_server --model-path"
 MODELS = ROOT / "fixtures/preflight/models"
@@ -50,7 +50,7 @@ def _no_sglang_env() -> dict[str, str]:
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_verify_refuses_with_the_real_class_and_passes_healthy_ones(name: str) -> None:
     case = CASES[name]
-    fixture, expect = case["fixture"], case["preflight"]
+    fixture, expect = case.fixture, case.expect
     proc = verify(
         fixture["command"], "--format", "json", "--no-sglang",
         "--sglang-version", fixture["sglang_version"], env=_no_sglang_env(),
@@ -70,7 +70,7 @@ def test_verify_refuses_with_the_real_class_and_passes_healthy_ones(name: str) -
 
 
 def test_json_report_is_byte_identical_and_keeps_its_fields() -> None:
-    command = CASES["heads_not_divisible_by_tp"]["fixture"]["command"]
+    command = CASES["heads_not_divisible_by_tp"].fixture["command"]
     first = verify(command, "--format", "json", "--no-sglang", env=_no_sglang_env())
     again = verify(command, "--format", "json", "--no-sglang", env=_no_sglang_env())
     assert first.stdout == again.stdout
@@ -80,7 +80,7 @@ def test_json_report_is_byte_identical_and_keeps_its_fields() -> None:
 
 
 def test_text_report_names_the_class_and_the_corrected_command() -> None:
-    command = CASES["context_length_beyond_model"]["fixture"]["command"]
+    command = CASES["context_length_beyond_model"].fixture["command"]
     proc = verify(command, "--no-sglang", env=_no_sglang_env())
     assert proc.returncode == 1
     assert "config_validation --context-length" in proc.stdout

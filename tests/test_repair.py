@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import tomllib
 
 from analyzer.core.model import Edit, Finding, Frame, Line, Match, Traceback
 from analyzer.pipeline import Options, analyze
@@ -20,7 +19,7 @@ from analyzer.repair.search import failing_site, search
 from analyzer.sglang.catalog import load_catalog
 from analyzer.sglang.error_catalog import load_error_catalog
 from analyzer.sglang.launch_command import parse_launch_command
-from tests.fixture_cases import fixture_cases
+from tests.fixture_cases import fixture_cases, read_sidecar
 
 ROOT = Path(__file__).resolve().parent.parent
 LAUNCH = "python -m sglang.launch_server --model-path fixtures/models/llama-target --device cpu"
@@ -161,7 +160,7 @@ def test_no_corrected_command_of_a_fixture_fails_a_later_check(case):
 
 def test_json_alternatives_are_clean_commands_too():
     sidecar = ROOT / "fixtures" / "real" / "spec_eagle3_topk_without_steps.toml"
-    typed = tomllib.loads(sidecar.read_text("utf-8"))["fixture"]["command"]
+    typed = read_sidecar(sidecar).fixture["command"]
     report = analyze([str(sidecar.with_suffix(".log"))], Options(command=typed))
     root = report.incidents[0]
     assert root.alternatives, "the search keeps the next-best clean commands"
@@ -177,7 +176,7 @@ def test_the_repair_search_loads_only_for_a_command_to_repair():
     """A log whose launch command is unknown needs no repair search nor error catalog (ten
     dataclasses and their imports at start-up); the same log with its command gets both."""
     sidecar = ROOT / "fixtures" / "real" / "invalid_ambiguous_speculative_draft_path.toml"
-    typed = tomllib.loads(sidecar.read_text("utf-8"))["fixture"]["command"]
+    typed = read_sidecar(sidecar).fixture["command"]
     probe = (
         "import sys; from analyzer import cli; sys.argv = ['loganalyze', *sys.argv[1:]]\n"
         "try:\n    cli.main()\nexcept SystemExit:\n    pass\n"

@@ -9,19 +9,19 @@ import pytest
 from analyzer.pipeline import analyze
 from analyzer.rulebook.docs import TABLE_END, TABLE_START, rules_markdown
 from analyzer.rulebook.vocabulary import RuleError, load_rules
-from tests.fixture_cases import ROOT, fixture_cases
+from tests.fixture_cases import ROOT, fixture_cases, rule_cases
 
 RULES = load_rules()
-CASES = [(rule, index, case) for rule in RULES for index, case in enumerate(rule.cases)]
+BY_ID = {rule.id: rule for rule in RULES}
+CASES = rule_cases(RULES)
 
 
-@pytest.mark.parametrize(("rule", "index", "case"), CASES, ids=[f"{r.id}-{i}" for r, i, _ in CASES])
-def test_inline_case(rule, index, case, tmp_path):
-    log = tmp_path / "case.log"
-    log.write_text("\n".join(case.lines) + "\n", encoding="utf-8")
-    report = analyze([str(log)], rules=[rule])
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_inline_case(case, tmp_path):
+    rule = BY_ID[case.expect["rule"]]
+    report = analyze([str(case.input_in(tmp_path))], rules=[rule])
     fired = [i.rule for i in report.incidents if i.rule == rule.id]
-    assert bool(fired) == case.fires
+    assert bool(fired) == case.expect["fires"]
 
 
 def test_every_rule_has_a_fixture_and_a_negative_case():

@@ -18,11 +18,7 @@ from pathlib import Path
 import pytest
 
 from analyzer.sglang.verify import sglang_argv, sglang_message, verify_command
-
-try:
-    import tomllib
-except ModuleNotFoundError:  # pragma: no cover - Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
+from tests.fixture_cases import sidecar_cases
 
 ROOT = Path(__file__).resolve().parent.parent
 REAL = ROOT / "fixtures" / "real"
@@ -38,10 +34,9 @@ needs_sglang = pytest.mark.skipif(not SGLANG_PYTHON, reason="LOGANALYZE_SGLANG_P
 
 def _verified_cases() -> dict[str, str]:
     cases = {}
-    for sidecar in sorted(REAL.glob("*.toml")):
-        expect = tomllib.loads(sidecar.read_text("utf-8"))["expect"]
-        if expect.get("verified") is True:
-            cases[sidecar.stem] = expect["corrected_command"]
+    for case in sidecar_cases(REAL):
+        if case.expect.get("verified") is True:
+            cases[case.name] = case.expect["corrected_command"]
     return cases
 
 
@@ -284,11 +279,10 @@ RELEASES = ROOT / os.environ.get("LOGANALYZE_SGLANG_HOME", ".sglang") / "release
 
 def _release_cases() -> dict[str, tuple[str, str]]:
     cases = {}
-    for sidecar in sorted((ROOT / "fixtures" / "versions").glob("*.toml")):
-        data = tomllib.loads(sidecar.read_text("utf-8"))
-        if data["expect"].get("verified") is True:
-            release = data["fixture"]["sglang_version"]
-            cases[sidecar.stem] = (release, data["expect"]["corrected_command"])
+    for case in sidecar_cases(ROOT / "fixtures" / "versions"):
+        if case.expect.get("verified") is True:
+            release = case.fixture["sglang_version"]
+            cases[case.name] = (release, case.expect["corrected_command"])
     return cases
 
 

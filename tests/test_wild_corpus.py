@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 import regex
-import tomllib
 
 from benchmarks import wild_score
+from tests.fixture_cases import Case, sidecar_cases
 
 CLASSES = {
     "argparse_unrecognized", "argparse_invalid", "config_validation", "incompatible_flags",
@@ -23,19 +23,19 @@ FLAGS_FLOOR = 0.75
 FATAL_PRECISION_FLOOR = 0.98
 
 
-def _sidecars() -> list[dict]:
-    return [tomllib.loads(p.read_text("utf-8")) for p in sorted(wild_score.WILD.glob("*.toml"))]
+def _sidecars() -> list[Case]:
+    return sidecar_cases(wild_score.WILD)
 
 
 def test_the_held_out_split_is_the_hash_of_the_sources():
-    sources = {data["fixture"]["source"] for data in _sidecars()}
+    sources = {case.fixture["source"] for case in _sidecars()}
     assert wild_score.read_held_out() == wild_score.held_out_sources(sources)
     assert len(sources) >= 100 and len(_sidecars()) >= 150
 
 
 def test_every_wild_sidecar_says_where_it_comes_from_and_what_it_shows():
-    for data in _sidecars():
-        fixture, expect = data["fixture"], data["expect"]
+    for case in _sidecars():
+        fixture, expect = case.fixture, case.expect
         assert fixture["origin"] == "wild" and "#" in fixture["source"]
         assert fixture["confidence"] in ("high", "medium", "low")
         assert expect["class"] in CLASSES
