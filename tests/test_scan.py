@@ -267,7 +267,9 @@ def test_frames_a_user_left_out_with_an_ellipsis_do_not_end_the_traceback():
 
 
 def test_an_ellipsis_with_no_frame_above_it_starts_no_traceback():
-    log = scan(["Traceback (most recent call last):", "...", "[2026-01-01 10:00:00] Server started"])
+    log = scan(
+        ["Traceback (most recent call last):", "...", "[2026-01-01 10:00:00] Server started"]
+    )
     assert [t.exception_type for t in log.tracebacks if t.exception_type] == []
 
 
@@ -286,5 +288,38 @@ def test_a_frame_path_elided_to_its_tail_is_read_as_sglangs_when_sglang_has_that
 
 def test_an_elided_path_of_one_file_name_is_left_as_printed():
     # `.../utils.py` alone could be any package's
-    (traceback,) = scan(['File ".../utils.py", line 3, in f', "    g()", "ValueError: bad"]).tracebacks
+    (traceback,) = scan(
+        ['File ".../utils.py", line 3, in f', "    g()", "ValueError: bad"]
+    ).tracebacks
     assert traceback.frames[0].file == ".../utils.py"
+
+
+def test_no_literal_of_the_fast_path_is_on_a_routine_serving_line():
+    """The fast path feeds the Scanner every line holding one of its literals (rule triggers,
+    scanner markers, failure signals): one a healthy server's routine lines hold (its batch
+    lines, its requests' and health polls' access lines: millions in a long log) would read
+    the log line by line. Checked on the benchmark log's body and on those lines of the
+    healthy logs of fixtures/negative."""
+    import random
+    from pathlib import Path
+
+    from analyzer.engine.literal_scan import finder_for
+    from analyzer.engine.survival import MARKERS
+    from analyzer.rulebook.vocabulary import all_triggers, load_rules
+    from benchmarks.generate_log import body_lines
+
+    finder = finder_for([*all_triggers(load_rules()), *MARKERS])
+    body = body_lines(random.Random(0))
+    routine = [next(body) for _ in range(3000)]
+    root = Path(__file__).resolve().parent.parent / "fixtures" / "negative"
+    for log in sorted(root.glob("*.log")):
+        routine += [
+            line
+            for line in log.read_text("utf-8", errors="replace").splitlines()
+            if "Decode batch" in line
+            or "Prefill batch" in line
+            or ('" 200 OK' in line and ('"POST ' in line or "/health" in line))
+        ]
+    assert len(routine) > 3000
+    held = [line for line in routine if finder.ends(memoryview(line.encode()))]
+    assert held == [], held[:3]

@@ -43,11 +43,12 @@ except ImportError:  # pragma: no cover - the dependency is declared; this is a 
 LONG_LINE_WINDOW = MAX_LINE_BYTES // 2
 # A large input is searched by groups of keys: ahocorasick's SIMD prefilter (Teddy) runs only
 # for leftmost matching of a few dozen patterns, and then searches ~20x faster than one
-# automaton of every literal (benchmarks/triage_bench.py). Each key is a suffix of its
-# literal whose opening bytes are rare in the input's own sample, so the prefilter is not
-# woken on every routine line (`cuda graph: True` of each Decode batch line).
-KEY_GROUP = 32
+# automaton of every literal (benchmarks/triage_bench.py). Each key is the opening of a
+# suffix of its literal whose first bytes are rare in the input's own sample, so the
+# prefilter is not woken on every routine line (`cuda graph: True` of each Decode batch).
+KEY_GROUP = 48
 KEY_MIN_BYTES = 4
+KEY_BYTES = 5  # a key's length at most: literals that share an opening share a key
 KEY_SAMPLE_BYTES = 32 * 1024
 KEY_COMMON = 8  # a 3-byte opening seen this often in the sample wakes the prefilter too often
 
@@ -81,14 +82,18 @@ class LiteralFinder:
 
 
 class KeyedFinder:
-    """Where each literal may end: where its key ends (a line holding a key but not its
-    literal is fed too; the Scanner's own checks read the line). Groups of leftmost
-    searchers, one prefilter each."""
+    """Where each literal's key ends: in the literal's line when the literal is there (a
+    line holding a key but not its literal is fed too; the Scanner's own checks read the
+    line). Groups of leftmost searchers, one prefilter each."""
 
     def __init__(self, literals: list[bytes], sample: bytes) -> None:
         seen = Counter(_openings(sample[:KEY_SAMPLE_BYTES]))
         seen.update(_openings(sample[-KEY_SAMPLE_BYTES:]))
-        keys = sorted({_key(lit, seen) for lit in literals}, key=lambda k: (-len(k), k))
+        unique = {_key(lit, seen)[:KEY_BYTES] for lit in literals}
+        # a key holding another is found wherever that one is
+        keys = sorted(
+            (k for k in unique if not _holds_another(k, unique)), key=lambda k: (-len(k), k)
+        )
         self._groups = [
             BytesAhoCorasick(keys[i : i + KEY_GROUP], matchkind=MatchKind.LeftmostFirst)
             for i in range(0, len(keys), KEY_GROUP)
@@ -96,6 +101,15 @@ class KeyedFinder:
 
     def ends(self, block: memoryview) -> list[int]:
         return [end for group in self._groups for _, _, end in group.find_matches_as_indexes(block)]
+
+
+def _holds_another(key: bytes, keys: set[bytes]) -> bool:
+    return any(
+        key[i:j] in keys
+        for i in range(len(key))
+        for j in range(i + 1, len(key) + 1)
+        if j - i < len(key)
+    )
 
 
 def _openings(sample: bytes) -> Iterator[bytes]:

@@ -58,7 +58,7 @@ TOOL_LITERALS = ("command not found", ": not found", "Error response from daemon
                  "NVIDIA-SMI has failed", "No devices were found", "npm ERR!", "failed to start",
                  "imeout waiting for", "imed out waiting for", "did not start within",
                  "exited unexpectedly", ": *** ", "nvcc fatal", "ninja: build stopped",
-                 "Error(", "HTTP/1", "Bad Gateway", "Service Unavailable",
+                 "Error(", "HTTP/1.1 5", "HTTP/1.0 5", "HTTP/2 5", "Bad Gateway", "Service Unavailable",
                  "Internal Server Error", "Gateway Time", '"object":"error"',
                  '"object": "error"', "[E ", "[F ", "[E0", "[E1", "[F0", "[F1")  # fmt: skip
 TRACEBACK_LITERALS = ("Traceback (most recent call last)", "During handling of the above exc",
