@@ -102,6 +102,13 @@ def test_a_gpu_index_beyond_the_visible_ones_points_at_the_gpu_flags():
         ('{"object":"error","message":"The server is overloaded","code":503}', "client"),
         ("double free or corruption (!prev)", "catalog"),
         ("OSError: [Errno 28] No space left on device: '/root/.cache/x'", "catalog"),
+        ("CUDA_ERROR_OUT_OF_MEMORY", "catalog"),
+        ("systemd[1]: sglang.service: Main process exited, code=killed, status=9/KILL", "death"),
+        ("systemd[1]: sglang.service: Failed with result 'exit-code'.", "death"),
+        ("sglang-server   Exited (137) 2 minutes ago", "death"),
+        ("zsh: killed     python -m sglang.launch_server --model-path x", "death"),
+        ("[Errno 111] Connection refused", "error"),
+        ("/usr/bin/python3: No module named sglang", "error"),
         ("curl: (7) Failed to connect to localhost port 30000: Connection refused", "client"),
     ],
 )
@@ -130,6 +137,9 @@ def test_each_kind_of_failure_line_is_a_signal(text, kind):
         "[W socket.cpp:464] [c10d] The server socket has failed to bind, retrying",
         '[2026-03-02 10:00:00] INFO:     127.0.0.1:5000 - "POST /generate HTTP/1.1" 200 OK',
         "HTTP/1.1 200 OK",
+        "systemd[1]: sglang.service: Main process exited, code=exited, status=0/SUCCESS",
+        "sglang-server   Exited (0) 2 minutes ago",
+        "systemd[1]: sglang.service: Failed with result 'success'.",
     ],
 )
 def test_what_is_not_a_failure_is_no_signal(text):

@@ -47,6 +47,7 @@ DEATH_LITERALS = (
     "panicked at", "panic: ", "CrashLoopBackOff", "OOMKilled", "ImagePullBackOff",
     "ErrImagePull", "Back-off restarting failed", "signal terminated program",
     "received at time=", "Memory access fault by GPU", "died unexpectedly",
+    "Main process exited, code=", "Failed with result '", "Exited (", "zsh: ",
 )  # fmt: skip
 ERROR_LITERALS = ("error: ", "Error: ", "ERROR", "FATAL", "CRITICAL", "Assertion `", "level=error",
                   '"level":"error"', '"level": "error"', "CUDA error", "NCCL error")  # fmt: skip
@@ -60,7 +61,8 @@ TOOL_LITERALS = ("command not found", ": not found", "Error response from daemon
                  "exited unexpectedly", ": *** ", "nvcc fatal", "ninja: build stopped",
                  "Error(", "HTTP/1.1 5", "HTTP/1.0 5", "HTTP/2 5", "Bad Gateway", "Service Unavailable",
                  "Internal Server Error", "Gateway Time", '"object":"error"',
-                 '"object": "error"', "[E ", "[F ", "[E0", "[E1", "[F0", "[F1")  # fmt: skip
+                 '"object": "error"', "[E ", "[F ", "[E0", "[E1", "[F0", "[F1", "[Errno ",
+                 ": No module named ", ": can't open file ")  # fmt: skip
 TRACEBACK_LITERALS = ("Traceback (most recent call last)", "During handling of the above exc",
                       "The above exception was the direct cause")  # fmt: skip
 # what the shell, CPython and the C++ runtime print when a process dies
@@ -85,6 +87,10 @@ DEATH = LazyPattern(
     # Ray's and others' word that a worker or actor died
     r"|\*\*\* SIG[A-Z]+ received at time=|\bMemory access fault by GPU node-\d"
     r"|\bdied unexpectedly\b"
+    # systemd's service (src/core/service.c, unit.c), docker's `ps` state, zsh's job report
+    r"|Main process exited, code=(?:killed|dumped)|Main process exited, code=exited, status=[1-9]"
+    r"|: Failed with result '(?!success)|\bExited \((?!0\))-?\d+\) "
+    r"|^zsh: (?:killed|segmentation fault|abort|bus error|illegal hardware instruction)\b"
 )
 # a non-zero exit status (docker, kubectl, torch elastic, subprocess, systemd)
 EXIT_STATUS = LazyPattern(
@@ -111,8 +117,11 @@ TOOL_ERROR = LazyPattern(
     r"|\bT(?:imeout|imed out) waiting for (?:the )?(?:server|worker|engine|health)"
     r"|\bt(?:imeout|imed out) waiting for (?:the )?(?:server|worker|engine|health)"
     r"|\bdid not start within\b|\bexited unexpectedly\b"
-    # an exception line with its wrapped cause (Ray's `RayTaskError(RuntimeError): `)
-    r"|^[\w.]*Error\([\w.]+\): \S"
+    # an exception line with its wrapped cause (Ray's `RayTaskError(RuntimeError): `); an
+    # OSError's text without its type (Objects/exceptions.c `[Errno %d] %s`); CPython itself
+    # refusing to start (Modules/main.c: `-m` of a missing module, a missing script)
+    r"|^[\w.]*Error\([\w.]+\): \S|^\[Errno \d+\] \S"
+    r"|^\S*python[\d.]*(?:\.exe)?: (?:No module named |can't open file )"
 )
 # curl's failed request (src/tool_operate.c: `curl: (%d) %s`): a client's, as a health poll
 # while the server starts prints it
@@ -173,8 +182,8 @@ def _parse_catalog(path: Path) -> tuple[CatalogEntry, ...]:
 
 # the CUDA runtime's, cuBLAS's and cuDNN's error names: one literal each for the hot path,
 # the name itself looked up once a line holds one
-NAME_PREFIXES = ("cudaError", "CUBLAS_STATUS_", "CUDNN_STATUS_")
-NAMED = LazyPattern(r"\b(?:cudaError|CUBLAS_STATUS_|CUDNN_STATUS_)\w+")
+NAME_PREFIXES = ("cudaError", "CUDA_ERROR_", "CUBLAS_STATUS_", "CUDNN_STATUS_")
+NAMED = LazyPattern(r"\b(?:cudaError|CUDA_ERROR_|CUBLAS_STATUS_|CUDNN_STATUS_)\w+")
 
 
 @cache

@@ -6,7 +6,8 @@ Each entry is a message as its source writes it, the literal the signal stage se
 (its longest fixed text), a class and advice. Sources, each read from what is installed:
 
 - the CUDA runtime: `cudaGetErrorName` / `cudaGetErrorString` of every `cudaError_t` value,
-  called through ctypes on libcudart (works without a GPU);
+  called through ctypes on libcudart (works without a GPU); the driver API's `CUresult`
+  names and their documentation, from the toolkit's cuda.h;
 - NCCL: `ncclGetErrorString` of every `ncclResult_t`, through ctypes on libnccl;
 - torch's C++ errors: the strings of libc10_cuda.so / libtorch_cuda.so that open its CUDA
   out-of-memory, NCCL and cuBLAS/cuDNN errors;
@@ -235,6 +236,43 @@ def cuda_entries(cuda_home: Path) -> Iterator[dict[str, str]]:
         yield _entry(text, key, rule_class, advice, source, "cuda")  # type: ignore[misc]
 
 
+# the driver API's names for the runtime's environment errors (CUresult, cuda.h)
+DRIVER_ENVIRONMENT = (
+    "NO_DEVICE", "INVALID_DEVICE", "NO_BINARY_FOR_GPU", "UNSUPPORTED_PTX_VERSION",
+    "SYSTEM_DRIVER_MISMATCH", "COMPAT_NOT_SUPPORTED_ON_DEVICE", "JIT_COMPILER_NOT_FOUND",
+    "SHARED_OBJECT_SYMBOL_NOT_FOUND", "SHARED_OBJECT_INIT_FAILED", "INVALID_PTX",
+    "INVALID_IMAGE", "NOT_INITIALIZED", "SYSTEM_NOT_READY", "DEVICE_UNAVAILABLE",
+)  # fmt: skip
+DRIVER_ADVICE = {
+    "OUT_OF_MEMORY": ADVICE["cudaErrorMemoryAllocation"],
+    "INVALID_DEVICE": ADVICE["cudaErrorInvalidDevice"],
+    "NO_BINARY_FOR_GPU": ADVICE["cudaErrorNoKernelImageForDevice"],
+    "NO_DEVICE": ADVICE["cudaErrorNoDevice"],
+}
+
+
+def driver_entries(cuda_home: Path) -> Iterator[dict[str, str]]:
+    """The driver API's CUresult names (`CUDA_ERROR_OUT_OF_MEMORY`, as cuda-python and the
+    kernels built on it print them), read from the toolkit's cuda.h with their documentation."""
+    header = cuda_home / "include" / "cuda.h"
+    if not header.exists():
+        return
+    text = header.read_text("utf-8", errors="replace")
+    start = text.find("typedef enum cudaError_enum {")
+    body = text[start : text.find("} CUresult;", start)]
+    for doc, name in re.findall(r"/\*\*(.*?)\*/\s*(CUDA_ERROR_\w+)\s*=", body, re.S):
+        short = name.removeprefix("CUDA_ERROR_")
+        environment = short in DRIVER_ENVIRONMENT
+        rule_class = (
+            "oom" if short == "OUT_OF_MEMORY" else "environment" if environment else "cuda_error"
+        )
+        advice = DRIVER_ADVICE.get(short, CUDA_ENV_DEFAULT if environment else CUDA_DEFAULT)
+        message = " ".join(doc.replace("*", " ").split())
+        source = f"cuda.h CUresult {name} ({cuda_home.resolve().name})"
+        yield {"key": name, "message": f"{name}: {message}", "class": rule_class,
+               "advice": advice, "source": source, "kind": "cuda"}  # fmt: skip
+
+
 def nccl_entries(venv: Path) -> Iterator[dict[str, str]]:
     found = sorted(venv.glob("lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so*"))
     if not found:
@@ -376,7 +414,8 @@ def python_entries(venv: Path) -> Iterator[dict[str, str]]:
 
 def build(venv: Path, cuda_home: Path) -> dict:
     entries = [
-        *cuda_entries(cuda_home), *nccl_entries(venv), *torch_entries(venv),
+        *cuda_entries(cuda_home), *driver_entries(cuda_home), *nccl_entries(venv),
+        *torch_entries(venv),
         *linker_entries(), *libc_entries(), *python_entries(venv),
     ]  # fmt: skip
     seen: set[str] = set()
