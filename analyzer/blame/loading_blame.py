@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable
 
-from analyzer.repair.path_fixes import PATH_FLAGS
-from analyzer.sglang.launch_command import LaunchCommand
+from analyzer.sglang.launch_command import MODEL_PATH_FLAGS, LaunchCommand
 
 LOADING_CLASSES = frozenset({"model_load"})
 
@@ -28,8 +27,8 @@ def loading_flags(
     text = "\n".join(message)
     named = [
         flag
-        for flag in PATH_FLAGS
+        for flag in MODEL_PATH_FLAGS
         if command is not None and (value := command.get(flag)) and value.rstrip("/") in text
     ]
-    kept = [f for f in flags if f not in from_frames or f in PATH_FLAGS]
+    kept = [f for f in flags if f not in from_frames or f in MODEL_PATH_FLAGS]
     return [*named, *(f for f in kept if f not in named)]

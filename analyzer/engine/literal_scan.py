@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import Counter, deque
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import chain
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from analyzer.core.model import InputSummary, Line, ScannedLog
 from analyzer.core.read import MAX_LINE_BYTES, TextInput
@@ -36,11 +36,12 @@ if TYPE_CHECKING:
     from concurrent.futures import Future
 
 try:
-    from ahocorasick_rs import BytesAhoCorasick, MatchKind
+    from ahocorasick_rs import BytesAhoCorasick, Implementation, MatchKind
 except ImportError:  # pragma: no cover - the dependency is declared; this is a safety net
-    BytesAhoCorasick = MatchKind = None
+    BytesAhoCorasick = Implementation = MatchKind = None
 
 LONG_LINE_WINDOW = MAX_LINE_BYTES // 2
+SMALL_BLOCK = 1 << 20
 # A large input is searched by groups of keys: ahocorasick's SIMD prefilter (Teddy) runs only
 # for leftmost matching of a few dozen patterns, and then searches ~20x faster than one
 # automaton of every literal (benchmarks/triage_bench.py). Each key is the opening of a
@@ -59,7 +60,7 @@ class LiteralFinder:
     def __init__(self, literals: Iterable[str]) -> None:
         self.literals_text = sorted({lit for lit in literals if lit})
         self.literals = [lit.encode() for lit in self.literals_text]
-        self._automaton = BytesAhoCorasick(self.literals) if BytesAhoCorasick else None
+        self._automaton: Any = None  # built on first use (a large input uses KeyedFinder)
 
     def for_large_input(self, sample: bytes) -> LiteralFinder | KeyedFinder:
         """The finder for an input of many blocks, keyed on what `sample` (its first block)
@@ -69,6 +70,11 @@ class LiteralFinder:
         return KeyedFinder(self.literals, sample)
 
     def ends(self, block: memoryview) -> list[int]:
+        if self._automaton is None and BytesAhoCorasick is not None:
+            # a small block: the automaton that builds fastest; its slower search costs less
+            small = len(block) < SMALL_BLOCK
+            kind = Implementation.NoncontiguousNFA if small else None
+            self._automaton = BytesAhoCorasick(self.literals, implementation=kind)
         if self._automaton is not None:
             return [end for _, _, end in self._automaton.find_matches_as_indexes(block)]
         data = bytes(block)

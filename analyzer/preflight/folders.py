@@ -22,14 +22,10 @@ from analyzer.preflight.commands import traceback_text
 from analyzer.preflight.report import Problem
 from analyzer.repair.predict import derived_context_length
 from analyzer.sglang.error_catalog import ErrorCatalog
+from analyzer.sglang.launch_command import MODEL_PATH_FLAGS
 from analyzer.sglang.model_registry import ModelRegistry
 
-MODEL, DRAFT, TOKENIZER = (
-    "--model-path",
-    "--speculative-draft-model-path",
-    "--tokenizer-path",
-)
-PATH_FLAGS = (MODEL, DRAFT, TOKENIZER)
+MODEL, DRAFT, TOKENIZER = MODEL_PATH_FLAGS
 INDEX = "model.safetensors.index.json"
 MAX_JSON_BYTES = 64 * 2**20  # an index of a very large model is a few MiB
 ALLOW_LONGER_CONTEXT = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
@@ -65,7 +61,7 @@ class Folders:
 def folder_problems(folders: Folders) -> list[Problem]:
     """Paths, configs and shards first; then what the configs say against the flags."""
     problems = []
-    for flag in PATH_FLAGS:
+    for flag in MODEL_PATH_FLAGS:
         problems.extend(_path_problems(folders, flag))
     if any(p.blocking for p in problems):
         return problems
@@ -412,4 +408,3 @@ def _int(value: object) -> int | None:
         return int(str(value)) if value is not None else None
     except ValueError:
         return None
-

@@ -9,11 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from analyzer.core.model import Edit
-from analyzer.preflight.folders import PATH_FLAGS
 from analyzer.preflight.postmortem import post_mortem
 from analyzer.preflight.report import Problem
 from analyzer.sglang.catalog import FlagCatalog
-from analyzer.sglang.launch_command import LaunchCommand
+from analyzer.sglang.launch_command import MODEL_PATH_FLAGS, LaunchCommand
 from analyzer.sglang.verify import BatchRun, judge_run, run_batch, sglang_argv, sglang_python
 
 SglangAnswer = tuple[str | None, BatchRun | None, str]  # version, its run, why none
@@ -86,7 +85,7 @@ def _absolute(command: LaunchCommand, catalog: FlagCatalog, cwd: Path) -> Launch
     for argument in command.arguments:
         flag = catalog.canonical(argument.flag)
         value = argument.value
-        if flag in PATH_FLAGS and value and not Path(value).is_absolute():
+        if flag in MODEL_PATH_FLAGS and value and not Path(value).is_absolute():
             if (cwd / value).exists():
                 edits.append(Edit("set", flag, value=str((cwd / value).resolve())))
     return command.apply(edits, catalog.canonical) if edits else command

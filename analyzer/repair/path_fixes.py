@@ -9,8 +9,8 @@ from pathlib import Path
 
 from analyzer.core.model import Edit, Finding
 from analyzer.repair.fixes import FixContext, FixPlan, typed_argument
+from analyzer.sglang.launch_command import MODEL_PATH_FLAGS
 
-PATH_FLAGS = ("--model-path", "--speculative-draft-model-path", "--tokenizer-path")
 SIMILAR_PATH = 0.8
 
 
@@ -23,9 +23,9 @@ def nearest_path(finding: Finding, ctx: FixContext) -> FixPlan:
     message = " ".join(line.body for line in finding.match.evidence)
     if finding.match.groups.get("needs_remote_code") and not ctx.typed("--trust-remote-code"):
         note = "the checkpoint ships its own model code: --trust-remote-code lets it run"
-        named = [f for f in PATH_FLAGS if (v := typed_argument(ctx, f)) and v in message]
+        named = [f for f in MODEL_PATH_FLAGS if (v := typed_argument(ctx, f)) and v in message]
         return FixPlan([Edit("add", "--trust-remote-code")], [note], named)
-    for flag in PATH_FLAGS:
+    for flag in MODEL_PATH_FLAGS:
         path = typed_argument(ctx, flag)
         if not path or path not in message:
             continue

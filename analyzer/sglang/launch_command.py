@@ -28,6 +28,8 @@ from analyzer.sglang.command_structure import (
     pipeline,
 )
 
+# the options whose value is a model: a local folder or a Hub id
+MODEL_PATH_FLAGS = ("--model-path", "--speculative-draft-model-path", "--tokenizer-path")
 _HINT = re.compile(r"launch_server|sglang\S*\s+\S*serve")
 _PROMPT = re.compile(
     r"""^\s*(?:

@@ -22,9 +22,9 @@ the fast path feed them), so the whole stage is one Aho-Corasick pass per line.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import NamedTuple
 
 try:
     from ahocorasick_rs import AhoCorasick, Implementation
@@ -155,8 +155,7 @@ GENERIC_CLASS = {"cuda": "cuda_error", "nccl": "nccl_distributed"}
 MAX_SIGNALS = 200
 
 
-@dataclass(frozen=True)
-class CatalogEntry:
+class CatalogEntry(NamedTuple):  # a tuple: the parse cache unpickles ~570 of them each run
     key: str
     message: str
     rule_class: str
