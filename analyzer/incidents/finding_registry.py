@@ -129,7 +129,7 @@ def _entries(rules: list[Rule], sessions: bool, catalogs: bool, unranked: bool) 
     entries += [_of_rule(r, KIND_CHECK) for r in CHECK_RULES.values()]
     entries += MINTED_ENTRIES
     if unranked:
-        from analyzer.nodes.node_findings import NODE_ENTRIES
+        from analyzer.incidents.node_findings import NODE_ENTRIES
         from analyzer.signals.signal_findings import signal_entries
 
         entries += [Entry(*e, kind=KIND_SIGNAL) for e in signal_entries()]

@@ -1,5 +1,6 @@
-"""The findings a multi-node join adds (its entries of the registry of everything the tool
-can report, incidents/finding_registry.py): id, class, severity, priority, title and doc."""
+"""The findings the multi-node join (analyzer/nodes/) adds: its entries of the registry of
+everything the tool can report (finding_registry.py), kept beside the registry since the join
+stands above it: id, class, severity, priority, title and doc."""
 
 from __future__ import annotations
 
