@@ -78,6 +78,7 @@ REAL = ROOT / "fixtures" / "real"
 # The verify steps live in the analyzer (loganalyze verify); this script runs under SGLang's
 # Python, where the project is not installed, so import it from the checkout.
 sys.path.insert(0, str(ROOT))
+from analyzer.core.toml_data import toml_value  # noqa: E402
 from analyzer.sglang.verify import VERIFY_MARKER, VERIFY_SNIPPET  # noqa: E402
 
 SGLANG_VERSION = "0.5.23"
@@ -737,19 +738,6 @@ def holding_port(port: int, active: bool) -> Iterator[None]:
         yield
     finally:
         sock.close()
-
-
-def toml_value(value: object) -> str:
-    """A TOML literal for the few value types the sidecars use."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(toml_value(item) for item in value) + "]"
-    raise TypeError(f"no TOML form for {value!r}")
 
 
 def render_sidecar(case: Case, result: RunResult, line: int | None, checks: dict[str, bool]) -> str:

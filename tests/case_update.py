@@ -7,7 +7,6 @@ every other byte of the file stays. A normal run never writes.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import warnings
@@ -17,6 +16,7 @@ from typing import Any
 import tomllib
 
 from analyzer.core.model import Report
+from analyzer.core.toml_data import toml_value
 from tests.fixture_cases import Case
 
 UPDATE_VARIABLE = "LOGANALYZE_UPDATE_CASES"
@@ -127,19 +127,7 @@ def _replaced(entry: str, value: Any) -> str:
             cut = position
             break
     kept = body[:cut].rstrip()
-    return entry[:head] + _toml_value(value) + body[len(kept) :]
-
-
-def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    raise TypeError(f"no TOML form for {value!r}")
+    return entry[:head] + toml_value(value) + body[len(kept) :]
 
 
 def _parses(text: str) -> bool:
